@@ -1,0 +1,92 @@
+import math
+from collections import Counter
+
+import numpy as np
+import pytest
+import torch
+
+from transformer_lab import CharLSTM, NGramModel, evaluate_lstm, evaluate_ngram
+from transformer_lab.data import CORPUS_CHARS, TEST_CHARS, VAL_END
+from transformer_lab.evaluate import gpt_windows
+
+
+def test_gpt_windows_score_every_test_character_once_with_65_to_128_of_context():
+    scored = Counter()
+    contexts = []
+    for a, j0 in gpt_windows(VAL_END, CORPUS_CHARS, 128):
+        assert a >= 0 and a + 128 + 1 <= CORPUS_CHARS
+        for j in range(j0, 128):
+            scored[a + 1 + j] += 1  # target of offset j
+            contexts.append(j + 1)  # inputs a .. a + j
+    assert sorted(scored) == list(range(VAL_END, CORPUS_CHARS))
+    assert set(scored.values()) == {1}
+    assert len(scored) == TEST_CHARS == 60_394
+    assert min(contexts) == 65 and max(contexts) == 128
+
+
+@pytest.mark.parametrize("start, end", [(65, 1000), (100, 229), (65, 130), (500, 777)])
+def test_gpt_windows_cover_other_ranges(start, end):
+    covered = [a + 1 + j for a, j0 in gpt_windows(start, end, 128) for j in range(j0, 128)]
+    assert covered == list(range(start, end))
+
+
+def test_lstm_scores_the_whole_test_split(corpus):
+    score = evaluate_lstm(CharLSTM(), corpus, chunk=10_000)
+    assert score.n_chars == 60_394
+    assert score.nats == pytest.approx(evaluate_lstm(CharLSTM(), corpus).nats, abs=0.05)
+
+
+def test_lstm_chunking_does_not_change_the_score(corpus):
+    model = CharLSTM()
+    a, b = evaluate_lstm(model, corpus, chunk=1000), evaluate_lstm(model, corpus, chunk=60_394)
+    assert a.nats == pytest.approx(b.nats, abs=1e-5)
+
+
+def test_score_units():
+    from transformer_lab import Score
+
+    s = Score(nats=math.log(4), n_chars=10)
+    assert s.perplexity == pytest.approx(4) and s.bits == pytest.approx(2)
+
+
+def test_ngram_distribution_sums_to_one():
+    rng = np.random.default_rng(0)
+    train = rng.integers(0, 5, 2000)
+    model = NGramModel(3, 0.5, vocab_size=5).fit(train)
+    context = [1, 2]
+    probs = [math.exp(model.log_probs(np.array([*context, c]), 2, 3)[0]) for c in range(5)]
+    assert sum(probs) == pytest.approx(1.0)
+
+
+def test_ngram_counts_by_hand():
+    train = np.array([0, 1, 0, 1, 0, 0])  # bigrams: 01 01 10 10 00
+    model = NGramModel(2, 1.0, vocab_size=2).fit(train)
+    # P(1 | 0) = (count(0,1) + 1) / (count(0) + 2) = 3 / 5
+    assert math.exp(model.log_probs(np.array([0, 1]), 1, 2)[0]) == pytest.approx(3 / 5)
+
+
+def test_ngram_uses_only_the_training_split(corpus):
+    ids = corpus.ids.numpy()
+    model = NGramModel(3, 0.1).fit(corpus.train.numpy())
+    assert model.ngram_counts.sum() == len(corpus.train) - 2
+    assert len(model.log_probs(ids, VAL_END, len(ids))) == 60_394
+
+
+def test_ngram_scoring_is_deterministic(corpus):
+    first, second = evaluate_ngram(corpus, 5, 0.01), evaluate_ngram(corpus, 5, 0.01)
+    assert first == second and first.n_chars == 60_394
+    assert evaluate_ngram(corpus, 5, 0.01).nats < evaluate_ngram(corpus, 3, 0.1).nats
+
+
+def test_ngram_rejects_bad_settings():
+    with pytest.raises(ValueError, match="k > 0"):
+        NGramModel(3, 0)
+    with pytest.raises(ValueError, match="order"):
+        NGramModel(0, 0.1)
+
+
+def test_evaluation_restores_training_mode(corpus):
+    model = CharLSTM().train()
+    evaluate_lstm(model, corpus)
+    assert model.training
+    assert torch.is_grad_enabled()

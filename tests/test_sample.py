@@ -1,0 +1,88 @@
+import pytest
+import torch
+
+from transformer_lab import GPTConfig, MiniGPT, filter_probs, generate
+
+LOGITS = torch.tensor([3.0, 2.0, 1.0, 0.0])
+
+
+def approx(values, abs=1e-6):
+    return pytest.approx(values, abs=abs)
+
+
+def test_module3_temperature_numbers():
+    """Module 3, section 12.1."""
+    assert filter_probs(LOGITS).tolist() == approx([0.643914, 0.236883, 0.087144, 0.032059])
+    assert filter_probs(LOGITS, 2.0).tolist() == approx([0.455054, 0.276004, 0.167405, 0.101536])
+
+
+def test_module3_top_k_and_top_p_numbers():
+    assert filter_probs(LOGITS, top_k=2).tolist() == approx([0.731059, 0.268941, 0, 0])
+    assert filter_probs(LOGITS, top_p=0.9).tolist() == approx([0.665241, 0.244728, 0.090031, 0])
+
+
+def test_top_p_is_measured_within_top_k():
+    # Within the top 2, ID 0 holds 0.731 of the mass: p = 0.7 keeps it alone.
+    assert filter_probs(LOGITS, top_k=2, top_p=0.7).tolist() == approx([1, 0, 0, 0])
+    # Measured over all four IDs, p = 0.7 would keep two.
+    assert filter_probs(LOGITS, top_p=0.7).tolist()[1] > 0
+
+
+def test_ties_are_broken_by_id():
+    tied = torch.tensor([1.0, 2.0, 2.0, 2.0])
+    assert filter_probs(tied, top_k=2).tolist() == approx([0, 0.5, 0.5, 0])
+    assert filter_probs(tied, top_p=0.2).tolist() == approx([0, 1, 0, 0])
+
+
+def test_filters_work_on_batches():
+    batch = torch.stack([LOGITS, LOGITS.flip(0)])
+    out = filter_probs(batch, top_k=2)
+    assert out[1].tolist() == approx([0, 0, 0.268941, 0.731059])
+
+
+@pytest.mark.parametrize(
+    "kwargs", [{"temperature": 0}, {"top_k": 0}, {"top_p": 0.0}, {"top_p": 1.5}]
+)
+def test_bad_filter_settings(kwargs):
+    with pytest.raises(ValueError):
+        filter_probs(LOGITS, **kwargs)
+
+
+@pytest.fixture(scope="module")
+def tiny_model():
+    torch.manual_seed(0)
+    return MiniGPT(GPTConfig(d_model=32, n_heads=2, n_layers=2, T_max=16)).eval()
+
+
+def test_generation_is_seeded_and_stops_at_length(tiny_model):
+    a = generate(tiny_model, [1, 2, 3], 40, seed=7)
+    b = generate(tiny_model, [1, 2, 3], 40, seed=7)
+    assert a == b and len(a.ids) == 40 and a.stop_reason == "length"
+
+
+def test_cache_and_recompute_sample_the_same_text(tiny_model):
+    # 40 new tokens with T_max = 16: the window slides, and the cache must start afresh.
+    cached = generate(tiny_model, [5], 40, seed=3, use_cache=True)
+    recomputed = generate(tiny_model, [5], 40, seed=3, use_cache=False)
+    assert cached == recomputed
+
+
+def test_generation_stops_at_eos(tiny_model):
+    out = generate(tiny_model, [1], 200, seed=0, eos_id=4, temperature=5.0)
+    assert out.stop_reason == "eos" and out.ids[-1] == 4 and 4 not in out.ids[:-1]
+
+
+def test_greedy_is_top_k_one(tiny_model):
+    out = generate(tiny_model, [1, 2], 5, top_k=1)
+    ids = [1, 2]
+    for token in out.ids:
+        with torch.no_grad():
+            assert token == int(tiny_model(torch.tensor([ids]))[0, -1].argmax())
+        ids.append(token)
+
+
+def test_lstm_generation():
+    from transformer_lab import CharLSTM
+
+    out = generate(CharLSTM(), [1, 2], 20, seed=0)
+    assert len(out.ids) == 20

@@ -1,0 +1,60 @@
+import pytest
+import torch
+
+from transformer_lab import BUDGETS, CharLSTM, MiniGPT, budget_for, choose_lr, train_lm
+from transformer_lab.runtime import Budget, precision_for, resolve_mode
+from transformer_lab.train import lr_at
+
+
+def test_schedule_warms_up_then_decays():
+    lrs = [lr_at(s, 100, 1.0, warmup=10) for s in range(100)]
+    assert lrs[0] == pytest.approx(0.1) and lrs[9] == pytest.approx(1.0)
+    assert all(a >= b for a, b in zip(lrs[9:], lrs[10:], strict=False))
+    assert lrs[-1] == pytest.approx(0.1, abs=0.01)
+
+
+@pytest.mark.parametrize("make, lr", [(MiniGPT, 3e-3), (CharLSTM, 1e-2)])
+def test_a_short_real_training_run_lowers_the_loss(corpus, make, lr):
+    model = make()
+    history = train_lm(model, corpus, BUDGETS["smoke"], lr=lr, progress=False)
+    first_train, last_train = history.train_loss[0][1], history.train_loss[-1][1]
+    assert last_train < first_train - 0.3
+    assert history.val_loss[-1][1] < 3.6  # from about ln 65 = 4.17
+    assert history.wall_time_s > 0 and not model.training
+
+
+def test_training_repeats_with_a_seed(corpus):
+    runs = []
+    for _ in range(2):
+        torch.manual_seed(0)
+        runs.append(train_lm(MiniGPT(), corpus, BUDGETS["grade"], lr=2e-3, progress=False))
+    assert runs[0].train_loss == runs[1].train_loss
+
+
+def test_choose_lr_picks_the_lowest_validation_loss(corpus):
+    tiny = Budget("tiny", 8, 10, 10, 1)
+    best, losses = choose_lr(CharLSTM, corpus, tiny, (1e-5, 1e-2), steps=10, progress=False)
+    assert set(losses) == {1e-5, 1e-2}
+    assert best == min(losses, key=losses.get) == 1e-2
+
+
+def test_modes(monkeypatch):
+    monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
+    assert resolve_mode("auto", "cpu") == "quick"
+    assert resolve_mode("auto", "cuda") == "full"
+    assert budget_for("full").batch_size == 64 and budget_for("full").steps == 3000
+    assert budget_for("quick").batch_size == 16 and budget_for("quick").steps == 1500
+    monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")
+    assert resolve_mode("auto", "cuda") == "grade"
+    with pytest.raises(ValueError, match="MODE"):
+        resolve_mode("fast")
+
+
+def test_cpu_trains_in_fp32():
+    assert precision_for("cpu").name == "fp32"
+    assert precision_for("cpu").autocast().__class__.__name__ == "nullcontext"
+
+
+def test_bad_schedule(corpus):
+    with pytest.raises(ValueError, match="schedule"):
+        train_lm(CharLSTM(), corpus, BUDGETS["grade"], lr=1e-3, schedule="step")

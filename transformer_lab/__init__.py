@@ -1,0 +1,55 @@
+"""Helper package of the Transformer Lab notebooks: data, models, training, evaluation, sampling."""
+
+from .attention import causal_mask, scaled_dot_product_attention
+from .data import Corpus, CorpusError, Vocab, load_corpus, sample_batch
+from .evaluate import Score, evaluate_gpt, evaluate_lstm, evaluate_ngram
+from .lstm import CharLSTM
+from .model import (
+    Block,
+    FeedForward,
+    GPTConfig,
+    MiniGPT,
+    MultiHeadAttention,
+    count_parameters,
+    embed_with_positions,
+)
+from .ngram import NGramModel
+from .runtime import BUDGETS, Budget, budget_for, pick_device, precision_for, resolve_mode, set_seed
+from .sample import Generation, filter_probs, generate
+from .train import TrainHistory, choose_lr, train_lm
+
+__all__ = [
+    "BUDGETS",
+    "Block",
+    "Budget",
+    "CharLSTM",
+    "Corpus",
+    "CorpusError",
+    "FeedForward",
+    "GPTConfig",
+    "Generation",
+    "MiniGPT",
+    "MultiHeadAttention",
+    "NGramModel",
+    "Score",
+    "TrainHistory",
+    "Vocab",
+    "budget_for",
+    "causal_mask",
+    "choose_lr",
+    "count_parameters",
+    "embed_with_positions",
+    "evaluate_gpt",
+    "evaluate_lstm",
+    "evaluate_ngram",
+    "filter_probs",
+    "generate",
+    "load_corpus",
+    "pick_device",
+    "precision_for",
+    "resolve_mode",
+    "sample_batch",
+    "scaled_dot_product_attention",
+    "set_seed",
+    "train_lm",
+]

@@ -1,0 +1,208 @@
+"""train_lm: one training loop for the mini-GPT and the LSTM, and a learning-rate sweep.
+
+The step never waits for the GPU: the loss is summed on the device and read only every
+`log_every` steps, batches are sampled where the corpus lives, and the learning rate is a
+Python float set before each step.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from tqdm.auto import tqdm
+
+from .data import Corpus, sample_batch
+from .runtime import Budget, Precision, precision_for
+
+T_DEFAULT = 128
+
+
+@dataclass
+class TrainHistory:
+    budget: str
+    steps: int
+    batch_size: int
+    T: int
+    lr: float
+    seed: int
+    device: str
+    precision: str
+    train_loss: list[tuple[int, float]] = field(default_factory=list)  # (step, mean since last)
+    val_loss: list[tuple[int, float]] = field(default_factory=list)  # (step, estimate)
+    wall_time_s: float = 0.0
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.steps * self.batch_size * self.T / self.wall_time_s
+
+
+def lr_at(step: int, steps: int, lr: float, warmup: int, final_ratio: float = 0.1) -> float:
+    """Linear warm-up over `warmup` steps, then cosine decay to final_ratio * lr."""
+    if step < warmup:
+        return lr * (step + 1) / warmup
+    progress = (step - warmup) / max(1, steps - warmup)
+    return lr * (final_ratio + (1 - final_ratio) * 0.5 * (1 + math.cos(math.pi * progress)))
+
+
+def _loss(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    logits = model(x)  # (B, T, vocab)
+    return F.cross_entropy(logits.flatten(0, 1).float(), y.flatten())
+
+
+@torch.no_grad()
+def estimate_loss(
+    model: nn.Module,
+    split: torch.Tensor,
+    batch_size: int,
+    T: int,
+    batches: int,
+    precision: Precision,
+    seed: int = 1234,
+) -> float:
+    """Mean loss over `batches` random windows of a split, the same windows at every call."""
+    was_training = model.training
+    model.eval()
+    generator = torch.Generator(device=split.device).manual_seed(seed)
+    total = torch.zeros((), device=split.device)
+    for _ in range(batches):
+        x, y = sample_batch(split, batch_size, T, generator)
+        with precision.autocast():
+            total += _loss(model, x, y)
+    model.train(was_training)
+    return total.item() / batches
+
+
+def _optimizer(model: nn.Module, kind: str, lr: float, weight_decay: float, device) -> torch.optim:
+    fused = torch.device(device).type == "cuda"
+    if kind == "adam":
+        return torch.optim.Adam(model.parameters(), lr=lr, fused=fused or None)
+    if kind != "adamw":
+        raise ValueError(f"optimizer must be 'adamw' or 'adam', got {kind!r}")
+    # Decay matrices and embeddings; leave biases and LayerNorm gains alone.
+    decay = [p for p in model.parameters() if p.ndim >= 2]
+    no_decay = [p for p in model.parameters() if p.ndim < 2]
+    groups = [
+        {"params": decay, "weight_decay": weight_decay},
+        {"params": no_decay, "weight_decay": 0.0},
+    ]
+    return torch.optim.AdamW(groups, lr=lr, betas=(0.9, 0.99), fused=fused or None)
+
+
+def train_lm(
+    model: nn.Module,
+    corpus: Corpus,
+    budget: Budget,
+    *,
+    lr: float,
+    seed: int = 0,
+    T: int = T_DEFAULT,
+    optimizer: str = "adamw",
+    schedule: str = "cosine",
+    weight_decay: float = 0.1,
+    warmup: int | None = None,
+    grad_clip: float | None = 1.0,
+    precision: Precision | None = None,
+    log_every: int | None = None,
+    progress: bool = True,
+    desc: str = "training",
+) -> TrainHistory:
+    """Train `model` (MiniGPT or CharLSTM) on the training split, on the corpus's device.
+
+    schedule: "cosine" (linear warm-up, cosine decay; the GPT's loop) or "constant".
+    Returns the history: training loss every `log_every` steps, validation loss every
+    `budget.eval_every` steps and at the end, and the wall time.
+    """
+    if schedule not in ("cosine", "constant"):
+        raise ValueError(f"schedule must be 'cosine' or 'constant', got {schedule!r}")
+    device = corpus.device
+    precision = precision or precision_for(device)
+    warmup = budget.steps // 20 if warmup is None else warmup
+    log_every = log_every or max(1, min(50, budget.steps // 20))
+    torch.manual_seed(seed)  # dropout
+    generator = torch.Generator(device=device).manual_seed(seed)  # batches
+    model.to(device).train()
+    opt = _optimizer(model, optimizer, lr, weight_decay, device)
+    scaler = torch.amp.GradScaler(device.type, enabled=precision.needs_scaler)
+    history = TrainHistory(
+        budget.name, budget.steps, budget.batch_size, T, lr, seed, str(device), precision.name
+    )
+
+    def validate(step: int) -> None:
+        val = estimate_loss(model, corpus.val, budget.batch_size, T, budget.eval_batches, precision)
+        history.val_loss.append((step, val))
+
+    running = torch.zeros((), device=device)
+    bar = tqdm(total=budget.steps, desc=desc, disable=not progress, leave=False)
+    start = time.perf_counter()
+    for step in range(budget.steps):
+        step_lr = lr if schedule == "constant" else lr_at(step, budget.steps, lr, warmup)
+        for group in opt.param_groups:
+            group["lr"] = step_lr
+        x, y = sample_batch(corpus.train, budget.batch_size, T, generator)
+        with precision.autocast():
+            loss = _loss(model, x, y)
+        scaler.scale(loss).backward()
+        if grad_clip is not None:
+            scaler.unscale_(opt)
+            nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
+        scaler.step(opt)
+        scaler.update()
+        opt.zero_grad(set_to_none=True)
+        running += loss.detach()
+
+        done = step + 1
+        if done % log_every == 0 or done == budget.steps:
+            seen = done - (history.train_loss[-1][0] if history.train_loss else 0)
+            mean = running.item() / seen  # the one host sync, every log_every steps
+            running.zero_()
+            history.train_loss.append((done, mean))
+            elapsed = time.perf_counter() - start
+            bar.set_postfix(
+                loss=f"{mean:.3f}", tok_s=f"{done * budget.batch_size * T / elapsed:,.0f}"
+            )
+            bar.update(done - bar.n)
+        if done % budget.eval_every == 0 or done == budget.steps:
+            validate(done)
+    history.wall_time_s = time.perf_counter() - start
+    bar.close()
+    model.eval()
+    return history
+
+
+def choose_lr(
+    make_model: Callable[[], nn.Module],
+    corpus: Corpus,
+    budget: Budget,
+    candidates: Sequence[float] = (1e-3, 2e-3, 4e-3, 8e-3),
+    *,
+    steps: int = 200,
+    seed: int = 0,
+    progress: bool = True,
+    **train_kwargs,
+) -> tuple[float, dict[float, float]]:
+    """Train a fresh model for `steps` at each candidate rate; pick the lowest validation loss.
+
+    Returns the chosen rate and the validation loss of every candidate.
+    """
+    short = Budget(f"{budget.name}-sweep", budget.batch_size, steps, steps, budget.eval_batches)
+    losses = {}
+    for lr in candidates:
+        torch.manual_seed(seed)
+        history = train_lm(
+            make_model(),
+            corpus,
+            short,
+            lr=lr,
+            seed=seed,
+            progress=progress,
+            desc=f"lr {lr:g}",
+            **train_kwargs,
+        )
+        losses[lr] = history.val_loss[-1][1]
+    return min(losses, key=losses.get), losses
