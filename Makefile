@@ -10,7 +10,7 @@ MODEL ?= gpt
 BUDGET ?= quick
 
 .DEFAULT_GOAL := help
-.PHONY: help setup train test lint format bench clean
+.PHONY: help setup train notebooks test lint format bench clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -26,6 +26,9 @@ setup: $(VENV)/.installed ## create .venv and install the package (once; minutes
 
 train: setup ## train and score one model: MODEL=gpt|lstm|trigram|5gram BUDGET=quick|full|smoke (quick GPT: ~5 min on 2 CPU cores)
 	$(PY) -m transformer_lab train --model $(MODEL) --budget $(BUDGET)
+
+notebooks: setup ## build notebooks/ and grader/course/{source,release} from solutions/ (~30 s)
+	$(PY) -m transformer_lab.notebook_build
 
 test: setup ## run the tests (about a minute)
 	$(PY) -m pytest -q

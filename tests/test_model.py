@@ -118,3 +118,15 @@ def test_lstm_forget_gate_bias():
     model = CharLSTM(forget_gate_bias=1.0)
     total = model.lstm.bias_ih_l0 + model.lstm.bias_hh_l0
     torch.testing.assert_close(total[256:512], torch.ones(256))
+
+
+def test_save_and_load_round_trip(tmp_path):
+    from transformer_lab.saving import load_gpt, save_gpt
+
+    model = MiniGPT(SMALL).eval()
+    path = save_gpt(model, tmp_path / "m.pt", budget="smoke", nats=3.5)
+    loaded, info = load_gpt(path)
+    idx = torch.randint(0, 65, (1, 16))
+    with torch.no_grad():
+        assert torch.equal(model(idx), loaded(idx))
+    assert info == {"budget": "smoke", "nats": 3.5} and loaded.config == SMALL

@@ -1,0 +1,271 @@
+# %% [markdown]
+# # Lab 5 · Notebook 1 — Scaled dot-product attention
+#
+# Part A of the lab builds a small GPT piece by piece. This notebook does two things:
+#
+# - **Exercise 0 · Read the model** (3 min): find your way around the provided mini-GPT.
+# - **Exercise 1 · Scaled dot-product attention** (12 min): write the function every attention
+#   head of that model will call.
+#
+# Then a provided measurement shows *why* the scores are divided by $\sqrt{d_k}$.
+#
+# Each exercise is a `# TODO` stub. Where people tend to stall, a folded **hint** sits above the
+# stub. The **checkpoint** cell under it passes with a ✅ line or fails with a message that names
+# the likely mistake.
+
+# %% tags=["parameters"]
+MODE = "auto"  # auto | full | quick | smoke | grade: how much compute the notebook spends
+
+# %%
+import inspect
+import math
+
+import matplotlib.pyplot as plt
+import torch
+
+import transformer_lab as tl
+from checkpoints import attention as check
+
+BUDGET = tl.budget_for(MODE)
+torch.manual_seed(0)
+print(f"torch {torch.__version__}, device {tl.pick_device()}, mode {BUDGET.name}")
+
+# %% [markdown]
+# ## Exercise 0 · Read the model (3 min)
+#
+# The model you will train in notebook 04 is provided in `transformer_lab.model`. It is the
+# decoder-only transformer of Equation 14:
+#
+# $$h_t^{(0)} = e_{w_t} + p_t, \qquad H^{(\ell)} = \mathrm{Block}_\ell(H^{(\ell-1)}), \qquad
+#   z_t = W_o\,\mathrm{LN}(h_t^{(n_\ell)}) + b_o .$$
+#
+# Print its pieces and read them top to bottom: `MultiHeadAttention` (Equation 7),
+# `FeedForward` (Equation 10), `Block` (Equation 12) and `MiniGPT` (Equation 14).
+
+# %%
+model = tl.MiniGPT()
+print(model.config)
+print(inspect.getsource(tl.MultiHeadAttention.forward))
+
+# %% [markdown]
+# Fill in `read_the_model` below so that it returns two answers:
+#
+# 1. `n_parameters`: the number of parameters of the lab's configuration
+#    (`d_model` 128, `n_heads` 4, `n_layers` 4, `T_max` 128, 65 characters), **worked out by
+#    hand** from the layer shapes, as a sum you could defend. Do not call `count_parameters`.
+# 2. `attention_input_shape`: the shape of `Q` when `MultiHeadAttention` calls the attention
+#    function, as a tuple of names taken from `"B"`, `"T"`, `"n_heads"`, `"d_k"`, `"d_model"`.
+#
+# <details><summary>Hint</summary>
+#
+# Count one block first: two LayerNorms (a gain and a bias of `d_model` each), `W_Q`, `W_K`,
+# `W_V` without bias, `W_proj` with bias, and the feed-forward layer
+# (`d_model → 4·d_model → d_model`, both with bias). Then add the two embedding tables, the
+# final LayerNorm and the output layer `W_o` with its bias. For the shape, look at `split` in
+# the source printed above.
+#
+# </details>
+
+
+# %% nbgrader={"grade": false, "grade_id": "ex0_read_the_model", "locked": false, "solution": true, "schema_version": 3}
+def read_the_model():
+    """Return (n_parameters, attention_input_shape) for the lab's MiniGPT."""
+    ### BEGIN SOLUTION
+    d_model, n_layers, T_max, vocab = 128, 4, 128, 65
+    d_ff = 4 * d_model
+    layer_norm = 2 * d_model
+    attention = 3 * d_model * d_model + (d_model * d_model + d_model)
+    feed_forward = (d_model * d_ff + d_ff) + (d_ff * d_model + d_model)
+    block = 2 * layer_norm + attention + feed_forward
+    embeddings = vocab * d_model + T_max * d_model
+    output = layer_norm + d_model * vocab + vocab
+    n_parameters = embeddings + n_layers * block + output
+    return n_parameters, ("B", "n_heads", "T", "d_k")
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "ex0_check", "locked": true, "points": 1, "solution": false, "schema_version": 3}
+check.exercise_0(read_the_model)
+
+# %% [markdown]
+# ### Check yourself
+#
+# **1.** To save parameters, someone ties two projections, $W_K = W_Q$. With the score
+# $q_t^\top k_i$, compare position $t$ reading $i$ with $i$ reading $t$. What relation between
+# two tokens can such a layer no longer express?
+#
+# <details><summary>Answer</summary>
+#
+# The two scores become equal: $q_t^\top k_i = h_t^\top W W^\top h_i$ and $W W^\top$ is
+# symmetric. Only mutual relevance is left; a one-way relation ("this verb looks for its
+# subject, the subject does not look for the verb") cannot be written. The score of a position
+# with itself, $\lVert W^\top h_t\rVert^2$, is also never negative, which pulls every position
+# towards reading itself. Separate $W_Q$ and $W_K$ lift both limits.
+#
+# </details>
+#
+# **2.** A captioning model encodes a photo into 49 patch vectors; its transformer decoder has a
+# masked self-attention layer and a cross-attention layer in each block. Where do queries, keys
+# and values come from in each layer, and what shape is $A$ when the caption has $T$ tokens?
+#
+# <details><summary>Answer</summary>
+#
+# Self-attention: all three from the caption's own vectors; $A$ is $T \times T$ and lower
+# triangular under the causal mask. Cross-attention: queries from the decoder, keys and values
+# from the 49 patches; $A$ is $T \times 49$ with no causal mask, because the whole image is
+# known. In training every position of both layers is computed at once; at generation the
+# decoder runs once per new token, while the encoder runs once per image.
+#
+# </details>
+
+# %% [markdown]
+# ## Exercise 1 · Scaled dot-product attention (12 min)
+#
+# Stack the queries, keys and values as rows: $Q \in \mathbb{R}^{T_q \times d_k}$,
+# $K \in \mathbb{R}^{T_k \times d_k}$, $V \in \mathbb{R}^{T_k \times d_v}$. Then
+#
+# $$\mathrm{score}(q_t, k_i) = \frac{q_t^\top k_i}{\sqrt{d_k}} \quad (3), \qquad
+#   A = \mathrm{softmax}\!\left(\frac{Q K^\top}{\sqrt{d_k}}\right), \qquad \bar V = A V \quad (4)$$
+#
+# with the softmax taken over each row, so that row $t$ of $A$ holds the weights
+# $\alpha_{t,i}$ of query $t$ and sums to 1.
+#
+# Write `scaled_dot_product_attention(Q, K, V, allowed=None)`:
+#
+# - `Q`, `K`, `V` may have **any number of leading batch dimensions**: `(..., T, d_k)`. The
+#   provided multi-head layer calls it with `(B, n_heads, T, d_k)`.
+# - `allowed` is an optional **bool** tensor that broadcasts to `(..., T_q, T_k)`; `True` means
+#   "query $t$ may read key $i$". Forbidden scores become $-\infty$ *before* the softmax, so their
+#   weights are exactly 0 (notebook 02 builds the causal mask that uses this).
+# - Return the pair `(V_bar, A)`, and leave the caller's tensors unchanged.
+
+# %% [markdown]
+# <details><summary>Hint</summary>
+#
+# Three lines do it: `Q @ K.transpose(-2, -1)` (transpose only the last two axes, so leading
+# dimensions pass through), `scores.masked_fill(~allowed, float("-inf"))` when a mask is given,
+# and `torch.softmax(scores, dim=-1)`. `math.sqrt(Q.shape[-1])` is $\sqrt{d_k}$.
+#
+# </details>
+
+
+# %% nbgrader={"grade": false, "grade_id": "ex1_attention", "locked": false, "solution": true, "schema_version": 3}
+def scaled_dot_product_attention(Q, K, V, allowed=None):
+    """Q: (..., T_q, d_k), K: (..., T_k, d_k), V: (..., T_k, d_v) -> (V_bar, A)."""
+    ### BEGIN SOLUTION
+    d_k = Q.shape[-1]
+    scores = Q @ K.transpose(-2, -1) / math.sqrt(d_k)  # (..., T_q, T_k)
+    if allowed is not None:
+        scores = scores.masked_fill(~allowed, float("-inf"))
+    A = torch.softmax(scores, dim=-1)  # each row sums to 1 over the keys
+    return A @ V, A  # V_bar: (..., T_q, d_v)
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "ex1_check", "locked": true, "points": 3, "solution": false, "schema_version": 3}
+check.exercise_1(scaled_dot_product_attention)
+### BEGIN HIDDEN TESTS
+check.exercise_1_hidden(scaled_dot_product_attention)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# Your function now runs inside the whole model: the provided `MiniGPT` accepts any attention
+# function with this signature. The next cell runs the untrained model on yours and on the
+# package's and compares the logits.
+
+# %%
+yours = tl.MiniGPT(attention=scaled_dot_product_attention).eval()
+ours = tl.MiniGPT().eval()
+ours.load_state_dict(yours.state_dict())
+idx = torch.randint(0, 65, (2, 32))
+with torch.no_grad():
+    gap = (yours(idx) - ours(idx)).abs().max().item()
+print(f"largest difference between the logits: {gap:.2e}")
+
+# %% [markdown]
+# ## Why divide by $\sqrt{d_k}$?
+#
+# If the coordinates of $q$ and $k$ are independent with mean 0 and variance 1, each product
+# $q_j k_j$ has variance 1 and the $d_k$ terms add up:
+# $\mathrm{Var}(q^\top k) = d_k$, while $\mathrm{Var}(q^\top k / \sqrt{d_k}) = 1$ (Equation 5).
+#
+# **Predict first.** For $d_k$ = 16, 64 and 256, what standard deviation do you expect for the
+# raw scores $q^\top k$, and for the scaled ones? Write your guesses down, then run the cell.
+
+# %%
+SPREAD_D_K = (16, 64, 256)
+g = torch.Generator().manual_seed(0)
+spread = {}
+for d_k in SPREAD_D_K:
+    q = torch.randn(2000, d_k, generator=g)
+    k = torch.randn(2000, d_k, generator=g)
+    raw = (q * k).sum(-1)  # 2,000 independent scores q^T k
+    spread[d_k] = {"raw": raw.std().item(), "scaled": (raw / math.sqrt(d_k)).std().item()}
+    print(
+        f"d_k = {d_k:>3}:  std of q·k = {spread[d_k]['raw']:6.2f} "
+        f"(sqrt(d_k) = {math.sqrt(d_k):5.2f}),  "
+        f"std of q·k / sqrt(d_k) = {spread[d_k]['scaled']:.3f}"
+    )
+
+# %% [markdown]
+# ### One row of attention at initialization
+#
+# Below, one random query reads ten random keys, for several $d_k$. Each panel shows the same
+# scores turned into weights twice: $\mathrm{softmax}(q^\top k_i)$ and
+# $\mathrm{softmax}(q^\top k_i / \sqrt{d_k})$, the second with your function.
+#
+# **Predict first.** As $d_k$ grows from 4 to 256, what happens to the largest weight of each row?
+
+# %%
+ROW_D_K = (4, 16, 64, 256)
+fig, axes = plt.subplots(1, len(ROW_D_K), figsize=(3.2 * len(ROW_D_K), 2.8), sharey=True)
+g = torch.Generator().manual_seed(1)
+for ax, d_k in zip(axes, ROW_D_K, strict=True):
+    q, keys = torch.randn(1, d_k, generator=g), torch.randn(10, d_k, generator=g)
+    unscaled = torch.softmax(q @ keys.T, dim=-1)[0]
+    _, A = scaled_dot_product_attention(q, keys, torch.eye(10))
+    positions = torch.arange(1, 11)
+    ax.bar(positions - 0.2, unscaled, width=0.4, label="without scaling")
+    ax.bar(positions + 0.2, A[0], width=0.4, label="with 1/√d_k")
+    ax.set_title(f"d_k = {d_k}")
+    ax.set_xlabel("key position i")
+axes[0].set_ylabel("attention weight α")
+axes[0].legend(fontsize=8)
+fig.tight_layout()
+plt.show()
+
+# %% [markdown]
+# Without the scaling the spread of the scores grows as $\sqrt{d_k}$ and the row collapses onto
+# one key; a one-hot softmax passes almost no gradient, since
+# $\partial\alpha_{t,i}/\partial\,\mathrm{score}_j = \alpha_{t,i}(\mathbb 1[i=j]-\alpha_{t,j})$
+# is near 0 when every weight is near 0 or 1. With the scaling the row keeps the same moderate
+# shape at every $d_k$. These are random vectors: a picture of the first training step only.
+#
+# ### Check yourself
+#
+# **3.** One query $q = (1,1,1,1)$ and two keys $k_1 = (1,1,1,1)$, $k_2 = (1,-1,1,-1)$. Compute
+# the weights with and without the scaling, and $\partial\alpha_1/\partial\,\mathrm{score}_1$.
+#
+# <details><summary>Answer</summary>
+#
+# The dot products are 4 and 0. Unscaled: softmax(4, 0) = (0.982, 0.018), derivative
+# $\alpha_1(1-\alpha_1) = 0.018$. Scaled by $1/\sqrt 4$: softmax(2, 0) = (0.881, 0.119),
+# derivative 0.105, about six times larger.
+#
+# </details>
+#
+# **4.** A colleague divides the scores by $d_k$ instead of $\sqrt{d_k}$. What is the standard
+# deviation of the scores at $d_k = 64$, what does a row of $A$ look like at initialization, and
+# is that a problem?
+#
+# <details><summary>Answer</summary>
+#
+# The variance becomes $d_k / d_k^2 = 1/d_k$, so the standard deviation is
+# $1/\sqrt{64} = 0.125$. The scores are nearly equal and every row of $A$ is nearly uniform:
+# each $\bar v_t$ starts as a plain average of what it may read. Gradients flow, but the layer
+# starts by barely telling positions apart, and more so as $d_k$ grows. Only the exponent 1/2
+# makes the starting spread independent of $d_k$.
+#
+# </details>
+#
+# **Next:** notebook 02 builds the causal mask and tests that nothing leaks from the future.

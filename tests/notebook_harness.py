@@ -1,0 +1,56 @@
+"""Run one exercise of a solution notebook with its solution region replaced, and its checkpoint.
+
+Convention of every solutions/NN_topic.py: the parameters cell, then one cell of imports, then
+the notebook. An exercise cell holds `### BEGIN SOLUTION` .. `### END SOLUTION`; its checkpoint
+cell (visible checks, then hidden tests) follows it.
+"""
+
+from __future__ import annotations
+
+import re
+import textwrap
+from functools import cache
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+REGION = re.compile(r"^([ \t]*)### BEGIN SOLUTION\n.*?^[ \t]*### END SOLUTION[ \t]*$", re.M | re.S)
+
+
+@cache
+def cells(stem: str):
+    import jupytext
+
+    return jupytext.read(ROOT / "solutions" / f"{stem}.py").cells
+
+
+def cell(stem: str, grade_id: str) -> str:
+    for c in cells(stem):
+        if c.metadata.get("nbgrader", {}).get("grade_id") == grade_id:
+            return c.source
+    raise KeyError(f"{stem} has no cell with grade_id {grade_id!r}")
+
+
+def inject(source: str, body: str) -> str:
+    """Put `body` where the solution region is, at the region's indentation."""
+    match = REGION.search(source)
+    if match is None:
+        raise ValueError("no solution region in this cell")
+    indented = textwrap.indent(textwrap.dedent(body).strip("\n"), match.group(1))
+    return source[: match.start()] + indented + source[match.end() :]
+
+
+def prelude(stem: str) -> str:
+    code = [c.source for c in cells(stem) if c.cell_type == "code"]
+    parameters, imports = code[0], code[1]
+    return parameters.replace('MODE = "auto"', 'MODE = "smoke"') + "\n" + imports
+
+
+def run_exercise(stem: str, exercise_id: str, check_id: str, body: str | None = None) -> dict:
+    """Execute prelude, the exercise (with `body` injected if given) and its checkpoint."""
+    namespace: dict = {"__name__": "__notebook__"}
+    exercise = cell(stem, exercise_id)
+    if body is not None:
+        exercise = inject(exercise, body)
+    for source in (prelude(stem), exercise, cell(stem, check_id)):
+        exec(compile(source, f"<{stem}>", "exec"), namespace)
+    return namespace

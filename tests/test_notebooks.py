@@ -1,0 +1,79 @@
+"""The notebooks as students and CI meet them: built from solutions/, no drift, no outputs;
+solutions run clean in smoke mode; student notebooks stop at each checkpoint with "not done yet"."""
+
+import json
+import os
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from transformer_lab import notebook_build
+
+ROOT = Path(__file__).resolve().parents[1]
+NAMES = [p.stem for p in notebook_build.sources()]
+
+
+def committed(name: str):
+    return nbformat.read(ROOT / "notebooks" / f"{name}.ipynb", as_version=4)
+
+
+def graded(cell, key: str) -> bool:
+    return bool(cell.metadata.get("nbgrader", {}).get(key))
+
+
+def test_no_drift_between_solutions_and_notebooks():
+    changed = notebook_build.drift()
+    assert not changed, f"run `make notebooks` and commit: {changed}"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_student_notebook_shape(name):
+    nb = committed(name)
+    text = json.dumps(nb)
+    assert "BEGIN SOLUTION" not in text and "HIDDEN TESTS" not in text
+    assert "colab-badge.svg" in nb.cells[1].source
+    assert any("parameters" in c.metadata.get("tags", []) for c in nb.cells)
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type == "code":
+            assert cell.outputs == [] and cell.execution_count is None, "outputs committed"
+        if graded(cell, "solution") and cell.cell_type == "code":
+            assert 'raise NotImplementedError("not done yet")' in cell.source
+            check = nb.cells[i + 1]
+            assert graded(check, "grade"), "a checkpoint cell must follow each exercise"
+            assert "<details><summary>Solution</summary>" in nb.cells[i + 2].source
+
+
+def execute(nb, cwd: Path, allow_errors: bool = False):
+    from nbclient import NotebookClient
+
+    for cell in nb.cells:  # what papermill does with the parameters cell
+        if "parameters" in cell.metadata.get("tags", []):
+            cell.source = 'MODE = "smoke"'
+    NotebookClient(
+        nb,
+        timeout=600,
+        kernel_name="python3",
+        allow_errors=allow_errors,
+        resources={"metadata": {"path": str(cwd)}},
+    ).execute(env={**os.environ, "MPLBACKEND": "Agg"})
+    return nb
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_solution_notebook_runs_clean_in_smoke_mode(name, tmp_path):
+    nb = execute(notebook_build.source_notebook(ROOT / "solutions" / f"{name}.py"), tmp_path)
+    checks = [c for c in nb.cells if graded(c, "grade") and c.cell_type == "code"]
+    for cell in checks:
+        printed = "".join(o.get("text", "") for o in cell.outputs)
+        assert "✅" in printed, f"checkpoint {cell.metadata.nbgrader.grade_id} printed {printed!r}"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_student_notebook_stops_at_each_checkpoint(name, tmp_path):
+    nb = execute(committed(name), tmp_path, allow_errors=True)
+    for cell in nb.cells:
+        if cell.cell_type == "code" and graded(cell, "grade"):
+            errors = [o for o in cell.outputs if o.output_type == "error"]
+            assert errors, f"{cell.metadata.nbgrader.grade_id} passed with nothing done"
+            assert errors[0].ename == "NotDoneYet" and "not done yet" in errors[0].evalue

@@ -1,0 +1,222 @@
+"""`make notebooks`: every notebook flavour, built from the single source in solutions/.
+
+solutions/NN_topic.py (jupytext percent: nbgrader metadata in cell headers, nbgrader markers)
+  -> grader/course/source/NN_topic/NN_topic.ipynb   nbgrader source: solutions and hidden tests
+  -> notebooks/NN_topic.ipynb                       workshop: stubs, hints, checks, folded solutions
+  -> grader/course/release/NN_topic/NN_topic.ipynb  graded release (`nbgrader generate_assignment`)
+
+The workshop flavour is made with nbgrader's own ClearSolutions and ClearHiddenTests, so it
+carries the same stubs and grade ids as the release and either can be autograded.
+
+    python -m transformer_lab.notebook_build            # write everything
+    python -m transformer_lab.notebook_build --check    # fail if notebooks/ drifted from solutions/
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import tomllib
+
+ROOT = Path(__file__).resolve().parents[1]
+SOLUTIONS = ROOT / "solutions"
+NOTEBOOKS = ROOT / "notebooks"
+COURSE = ROOT / "grader" / "course"
+NBGRADER_CONFIG = ROOT / "grader" / "nbgrader_config.py"
+
+# One stub for both student flavours: the checkpoints turn it into "Exercise N is not done yet".
+CODE_STUB = '# TODO: your code here\nraise NotImplementedError("not done yet")'
+TEXT_STUB = "_Your answer here._"
+
+SOLUTION_MARKERS = re.compile(r"^[ \t]*### (BEGIN|END) SOLUTION[ \t]*(\n|$)", re.MULTILINE)
+COLAB = "https://colab.research.google.com"
+
+
+def settings() -> dict:
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["transformer-lab"][
+        "notebooks"
+    ]
+
+
+def sources() -> list[Path]:
+    return sorted(SOLUTIONS.glob("[0-9][0-9]_*.py"))
+
+
+def _header(name: str, config: dict):
+    import nbformat
+
+    repo, ref = config["repository"].rstrip("/"), config["ref"]
+    github_path = repo.removeprefix("https://github.com/")
+    badge = (
+        f"[![Open In Colab]({COLAB}/assets/colab-badge.svg)]"
+        f"({COLAB}/github/{github_path}/blob/{ref}/notebooks/{name}.ipynb)"
+    )
+    setup = (
+        "# Setup: on Colab, install the lab's helper package (Colab's own torch is kept).\n"
+        "import sys\n\n"
+        'if "google.colab" in sys.modules:\n'
+        "    import subprocess\n\n"
+        f'    package = "transformer_lab @ git+{repo}@{ref}"\n'
+        '    subprocess.run([sys.executable, "-m", "pip", "install", "-q", package], check=True)'
+    )
+    return nbformat.v4.new_markdown_cell(badge), nbformat.v4.new_code_cell(setup)
+
+
+def source_notebook(path: Path):
+    """The nbgrader source notebook: the solution file as a notebook, with badge and setup."""
+    import jupytext
+    import nbformat
+
+    nb = jupytext.read(path)
+    config = settings()
+    badge, setup = _header(path.stem, config)
+    nb.cells[1:1] = [badge, setup]  # after the title
+    nb.metadata = nbformat.from_dict(
+        {
+            "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
+            "language_info": {"name": "python"},
+        }
+    )
+    if path.stem in config.get("gpu", []):
+        nb.metadata["accelerator"] = "GPU"
+        nb.metadata["colab"] = {"gpuType": "T4", "provenance": []}
+    for i, cell in enumerate(nb.cells):
+        cell.metadata.pop("lines_to_next_cell", None)
+        cell.id = f"{path.stem[:2]}-{i:03d}"
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
+    return nb
+
+
+def _solution_fold(source: str, nbformat):
+    code = SOLUTION_MARKERS.sub("", source).rstrip()
+    return nbformat.v4.new_markdown_cell(
+        f"<details><summary>Solution</summary>\n\n```python\n{code}\n```\n\n</details>"
+    )
+
+
+def workshop_notebook(source_nb):
+    """Stubs and visible checks (nbgrader's preprocessors), a folded solution under each check."""
+    import nbformat
+    from nbgrader.preprocessors import ClearHiddenTests, ClearSolutions
+
+    nb = copy.deepcopy(source_nb)
+    solutions = {
+        cell.id: cell.source
+        for cell in nb.cells
+        if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("solution")
+    }
+    resources = {"language": "python"}
+    nb, _ = ClearSolutions(code_stub={"python": CODE_STUB}, text_stub=TEXT_STUB).preprocess(
+        nb, resources
+    )
+    nb, _ = ClearHiddenTests().preprocess(nb, resources)
+    cells, pending = [], []
+    for cell in nb.cells:
+        cells.append(cell)
+        if cell.id in solutions:
+            pending.append(solutions[cell.id])
+        elif cell.metadata.get("nbgrader", {}).get("grade") and pending:
+            for i, solution in enumerate(pending):
+                fold = _solution_fold(solution, nbformat)
+                fold.id = f"{cell.id}-solution{i}"
+                cells.append(fold)
+            pending = []
+    if pending:
+        raise ValueError("a solution cell has no checkpoint cell after it")
+    nb.cells = cells
+    return nb
+
+
+def release(names: list[str], course: Path) -> None:
+    """The graded release, by nbgrader itself: no solutions, no hidden tests."""
+    # nbgrader runs `alembic` for its gradebook: put this interpreter's scripts on the PATH.
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    for name in names:
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "nbgrader",
+                "generate_assignment",
+                name,
+                "--force",
+                f"--CourseDirectory.root={course}",
+                "--log-level=WARN",
+            ],
+            check=True,
+            cwd=NBGRADER_CONFIG.parent,  # nbgrader reads nbgrader_config.py from here
+            env=env,
+        )
+
+
+def write(nb, path: Path) -> None:
+    import nbformat
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.validate(nb)
+    path.write_text(nbformat.writes(nb) + "\n", encoding="utf-8")
+
+
+def build(
+    notebooks_dir: Path = NOTEBOOKS,
+    course: Path = COURSE,
+    with_release: bool = True,
+    only: list[str] | None = None,
+):
+    names = []
+    for path in sources():
+        if only and path.stem not in only:
+            continue
+        source_nb = source_notebook(path)
+        write(source_nb, course / "source" / path.stem / f"{path.stem}.ipynb")
+        write(workshop_notebook(source_nb), notebooks_dir / f"{path.stem}.ipynb")
+        names.append(path.stem)
+    if with_release:
+        release(names, course)
+    return names
+
+
+def drift() -> list[str]:
+    """Names of committed workshop notebooks that differ from a fresh build (or are missing)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        fresh = Path(tmp) / "notebooks"
+        names = build(fresh, Path(tmp) / "course", with_release=False)
+        expected = {f"{n}.ipynb" for n in names}
+        committed = {p.name for p in NOTEBOOKS.glob("*.ipynb")}
+        changed = [
+            n
+            for n in sorted(expected)
+            if n not in committed or (fresh / n).read_text() != (NOTEBOOKS / n).read_text()
+        ]
+        return changed + sorted(committed - expected)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="only report drift; exit 1 if any")
+    parser.add_argument("--only", nargs="+", metavar="NAME", help="build these notebooks only")
+    parser.add_argument("--no-release", action="store_true", help="skip nbgrader's release")
+    args = parser.parse_args()
+    if args.check:
+        changed = drift()
+        if changed:
+            sys.exit(
+                f"notebooks/ is out of date with solutions/: {', '.join(changed)}. "
+                "Run `make notebooks` and commit the result."
+            )
+        print("notebooks/ matches solutions/")
+        return
+    for name in build(with_release=not args.no_release, only=args.only):
+        print(f"built {name}: notebooks/{name}.ipynb, grader/course/{{source,release}}/{name}/")
+
+
+if __name__ == "__main__":
+    main()
