@@ -1,0 +1,47 @@
+"""The leak test on a whole model's logits (notebooks 03, 04 and 06): change one token, and no
+logit before it may move at all. Run in eval mode, so dropout cannot cause a difference."""
+
+from __future__ import annotations
+
+import torch
+
+from ._core import CheckFailed, call, passed
+
+_no_grad = torch.no_grad
+
+
+def model_leak_test(model, label: str = "the model", t0: int | None = None, seed: int = 0) -> float:
+    """Returns the largest change of a logit before t0 (0.0 when nothing leaks)."""
+    T = model.config.T_max
+    t0 = T // 2 if t0 is None else t0
+    g = torch.Generator().manual_seed(seed)
+    device = next(model.parameters()).device
+    idx = torch.randint(0, model.config.vocab_size, (2, T), generator=g).to(device)
+    changed = idx.clone()
+    changed[:, t0] = (changed[:, t0] + 1) % model.config.vocab_size
+    was_training = model.training
+    model.eval()
+    try:
+        with _no_grad():
+            before, after = call(label, model, idx), call(label, model, changed)
+    finally:
+        model.train(was_training)
+    earlier = (before[:, :t0] - after[:, :t0]).abs().max().item()
+    later = (before[:, t0:] - after[:, t0:]).abs().max().item()
+    if earlier != 0.0:
+        raise CheckFailed(
+            f"Leak test on {label}: changing the token at position {t0} moved the logits at "
+            f"earlier positions by up to {earlier:.3g}; they must not move at all. Something "
+            "reads the future: a mask that is missing, inverted or applied after the softmax, "
+            "or a layer that mixes positions outside attention."
+        )
+    if later == 0.0:
+        raise CheckFailed(
+            f"Leak test on {label}: changing the token at position {t0} changed no logit at "
+            "all, not even its own: the model ignores its input, so the test proves nothing."
+        )
+    passed(
+        f"Leak test on {label}: changing position {t0} moved no earlier logit "
+        f"(largest change 0.0), and moved later ones by up to {later:.3g}."
+    )
+    return earlier
