@@ -136,3 +136,73 @@ def test_solution_passes_and_stub_is_not_done(exercise, capsys):
     assert "✅" in capsys.readouterr().out
     with pytest.raises(NotDoneYet, match="not done yet"):
         run_exercise(*exercise, 'raise NotImplementedError("not done yet")')
+
+
+EX4 = ("04_training", "ex4_metrics", "ex4_check")
+PICKED = """
+log_probs = torch.log_softmax(logits, dim=-1)
+picked = log_probs.gather(-1, targets.unsqueeze(-1)).squeeze(-1)
+"""
+METRIC_MUTANTS = {
+    "summed over positions": (
+        PICKED + "nats = -picked.sum(-1).mean().item()\n"
+        "return nats, math.exp(nats), nats / math.log(2)",
+        "summed over the positions",
+    ),
+    "log base 2 for nats": (
+        PICKED + "nats = -(picked / math.log(2)).mean().item()\n"
+        "return nats, 2 ** nats, nats / math.log(2)",
+        "in bits (log base 2)",
+    ),
+    "bits as nats * ln 2": (
+        PICKED + "nats = -picked.mean().item()\nreturn nats, math.exp(nats), nats * math.log(2)",
+        "nats * ln 2",
+    ),
+    "perplexity as 2 ** nats": (
+        PICKED + "nats = -picked.mean().item()\nreturn nats, 2 ** nats, nats / math.log(2)",
+        "2 ** nats",
+    ),
+    "sign flipped": (
+        PICKED + "nats = picked.mean().item()\nreturn nats, math.exp(nats), nats / math.log(2)",
+        "sign is flipped",
+    ),
+    "raw logits": (
+        "nats = -logits.gather(-1, targets.unsqueeze(-1)).mean().item()\n"
+        "return nats, math.exp(nats), nats / math.log(2)",
+        "raw logits",
+    ),
+    "tensors returned": (
+        PICKED + "nats = -picked.mean()\nreturn nats, nats.exp(), nats / math.log(2)",
+        "Python floats",
+    ),
+}
+METRIC_CORRECT = {
+    "cross_entropy flattened": (
+        "nats = torch.nn.functional.cross_entropy(logits.flatten(0, 1), targets.flatten()).item()"
+        "\nreturn nats, math.exp(nats), nats / math.log(2)"
+    ),
+    "cross_entropy on axis 1": (
+        "nats = torch.nn.functional.cross_entropy(logits.transpose(1, 2), targets).item()\n"
+        "return nats, math.exp(nats), math.log2(math.exp(nats))"
+    ),
+}
+
+
+@pytest.mark.parametrize("name", METRIC_MUTANTS)
+def test_metric_mutant_fails_with_its_diagnosis(name, capsys):
+    body, diagnosis = METRIC_MUTANTS[name]
+    with pytest.raises(CheckFailed) as failure:
+        run_exercise(*EX4, body)
+    assert diagnosis in str(failure.value), str(failure.value)
+
+
+@pytest.mark.parametrize("name", METRIC_CORRECT)
+def test_metric_correct_variant_passes(name, capsys):
+    run_exercise(*EX4, METRIC_CORRECT[name])
+    assert capsys.readouterr().out.count("✅") == 2
+
+
+def test_metric_solution_passes_and_stub_is_not_done(capsys):
+    run_exercise(*EX4)
+    with pytest.raises(NotDoneYet):
+        run_exercise(*EX4, 'raise NotImplementedError("not done yet")')

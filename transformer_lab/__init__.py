@@ -16,10 +16,11 @@ from .model import (
 from .ngram import NGramModel
 from .runtime import BUDGETS, Budget, budget_for, pick_device, precision_for, resolve_mode, set_seed
 from .sample import Generation, filter_probs, generate
-from .train import TrainHistory, choose_lr, train_lm
+from .train import DEFAULT_LR, TrainHistory, choose_lr, train_lm
 
 __all__ = [
     "BUDGETS",
+    "DEFAULT_LR",
     "Block",
     "Budget",
     "CharLSTM",

@@ -15,10 +15,8 @@ from .evaluate import Score, evaluate_gpt, evaluate_lstm, evaluate_ngram
 from .lstm import CharLSTM
 from .model import MiniGPT, count_parameters
 from .runtime import BUDGETS, budget_for, device_name, pick_device, set_seed
-from .train import choose_lr, train_lm
+from .train import DEFAULT_LR, choose_lr, train_lm
 
-# The rates `--lr auto` picked at the quick budget on a CPU (300-step sweeps, seed 0).
-DEFAULT_LR = {"gpt": 4e-3, "lstm": 3.2e-2}
 LR_CANDIDATES = {"gpt": (1e-3, 2e-3, 4e-3, 8e-3), "lstm": (4e-3, 8e-3, 1.6e-2, 3.2e-2, 6.4e-2)}
 NGRAMS = {"trigram": (3, 0.1), "5gram": (5, 0.01)}
 HEADER = (

@@ -1,0 +1,274 @@
+# %% [markdown]
+# # Lab 5 · Notebook 4 — Train the mini-GPT and compare it with the LSTM
+#
+# Part B of the lab. The model of notebooks 01–03 is complete; now it learns.
+#
+# - **Exercise 4 · The loss** (part of the 14 min): write Equation 15 — the mean next-character
+#   cross-entropy in nats, the perplexity and the bits per character.
+# - **Your prediction** (written, graded by hand): GPT or LSTM, which ends lower?
+# - Then train the mini-GPT and the LSTM with the provided loop and fill the results table:
+#   every row is scored on the **same 60,394 test characters**.
+#
+# On a Colab T4 the `auto` mode trains at the lab's full budget (batch 64 × 3,000 steps); on a
+# CPU it picks the shorter `quick` budget (batch 16 × 1,500 steps). The table states the budget
+# of every row: the comparison is at a stated budget, never an absolute ranking.
+
+# %% tags=["parameters"]
+MODE = "auto"  # auto | full | quick | smoke | grade: how much compute the notebook spends
+
+# %%
+import math
+
+import matplotlib.pyplot as plt
+import torch
+from IPython.display import Markdown, display
+
+import transformer_lab as tl
+from checkpoints import training as check
+from checkpoints.leak import model_leak_test
+from transformer_lab.baselines import after_the_lab, lab3_lstm_row
+from transformer_lab.report import ResultRow, results_markdown
+from transformer_lab.saving import save_gpt
+
+DEVICE = tl.pick_device()
+BUDGET = tl.budget_for(MODE, DEVICE)
+corpus = tl.load_corpus(DEVICE)
+print(
+    f"device {tl.runtime.device_name(DEVICE)} ({tl.precision_for(DEVICE).name}), "
+    f"budget {BUDGET.name}: batch {BUDGET.batch_size} x {BUDGET.steps:,} steps"
+)
+
+# %% [markdown]
+# ## Exercise 4 · The loss, perplexity and bits per character
+#
+# The model outputs logits $z_t$; $\hat y_t = \mathrm{softmax}(z_t)$ is its distribution over
+# the next character. Trained with teacher forcing, it is scored by the mean negative
+# log-probability of the character that really came next (Equation 15):
+#
+# $$\mathcal L = -\frac{1}{T}\sum_{t=1}^{T}\log \hat y_t[w_{t+1}] \ \text{(nats)}, \qquad
+#   \mathrm{PPL} = \exp(\mathcal L), \qquad \text{bits per character} = \mathcal L / \ln 2 .$$
+#
+# Write `lm_metrics(logits, targets)`: `logits` is `(B, T, vocab)`, `targets` is `(B, T)` of
+# character ids. Average over **every position of every sequence** and return three Python
+# floats `(nats, perplexity, bits)`.
+
+# %% [markdown]
+# <details><summary>Hint</summary>
+#
+# `torch.log_softmax(logits, dim=-1)` gives $\log \hat y_t$ for every character;
+# `.gather(-1, targets.unsqueeze(-1))` picks the one that came next. Or use
+# `torch.nn.functional.cross_entropy`, which wants the classes on axis 1 (or flattened inputs).
+# `.item()` turns a 0-d tensor into a float.
+#
+# </details>
+
+
+# %% nbgrader={"grade": false, "grade_id": "ex4_metrics", "locked": false, "solution": true, "schema_version": 3}
+def lm_metrics(logits, targets):
+    """logits (B, T, vocab), targets (B, T) -> (nats, perplexity, bits) as Python floats."""
+    ### BEGIN SOLUTION
+    log_probs = torch.log_softmax(logits, dim=-1)  # (B, T, vocab)
+    picked = log_probs.gather(-1, targets.unsqueeze(-1))  # (B, T, 1)
+    nats = -picked.mean().item()
+    return nats, math.exp(nats), nats / math.log(2)
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "ex4_check", "locked": true, "points": 2, "solution": false, "schema_version": 3}
+check.exercise_4(lm_metrics)
+### BEGIN HIDDEN TESTS
+check.exercise_4_hidden(lm_metrics)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ### Your prediction (before you train)
+#
+# The mini-GPT has 824,897 parameters and reads at most 128 characters; the LSTM has 350,593
+# and carries its state through the whole test split. Both get the same training loop, budget
+# and batches. **Which will reach the lower test loss at this notebook's budget, and why?**
+# Two or three sentences; there is no single right answer, only reasons.
+
+# %% [markdown] nbgrader={"grade": true, "grade_id": "ex4_prediction", "locked": false, "points": 1, "solution": true, "schema_version": 3}
+# ### BEGIN SOLUTION
+# A reasoned prediction, e.g.: at a small budget the LSTM may well win — it is smaller, its
+# recurrence is a strong prior for character sequences, and it sees unlimited context at test
+# time — while the transformer's advantages (parallel training, short paths between positions)
+# pay off with more data and compute. At a larger budget the GPT may catch up.
+# ### END SOLUTION
+
+# %% [markdown]
+# ## The baselines: character n-grams (Lab 1)
+#
+# Counts from the training split only, add-$k$ smoothing, each test character predicted from
+# the characters just before it.
+
+# %%
+rows = []
+for name, order, k in (("trigram, add-k 0.1", 3, 0.1), ("5-gram, add-k 0.01", 5, 0.01)):
+    rows.append(ResultRow.from_score(f"character {name}", 1, tl.evaluate_ngram(corpus, order, k)))
+trigram_nats = rows[0].nats
+display(Markdown(results_markdown(rows)))
+
+# %% [markdown]
+# ## Train the mini-GPT
+#
+# `train_lm` is the provided loop: AdamW, a linear warm-up, cosine decay, gradient clipping at
+# 1.0, and a validation estimate every few hundred steps. Its learning rate was chosen on the
+# validation split by a short sweep (`tl.choose_lr`). The progress bar shows the training loss
+# and tokens per second.
+
+# %%
+torch.manual_seed(0)
+gpt = tl.MiniGPT()
+gpt_history = tl.train_lm(gpt, corpus, BUDGET, lr=tl.DEFAULT_LR["gpt"], desc="mini-GPT")
+gpt_score = tl.evaluate_gpt(gpt, corpus)
+rows.append(
+    ResultRow.from_score(
+        "mini-GPT, d_model 128, 4 heads, 4 layers",
+        5,
+        gpt_score,
+        parameters=tl.count_parameters(gpt),
+        steps=BUDGET.steps,
+        batch_size=BUDGET.batch_size,
+        train_seconds=gpt_history.wall_time_s,
+    )
+)
+print(f"trained in {gpt_history.wall_time_s:.0f} s; test loss {gpt_score.nats:.4f} nats/char")
+
+# %% [markdown]
+# Your `lm_metrics` on one batch of test windows, beside the package's evaluator on the same
+# windows: the two must agree.
+
+# %%
+x, y = tl.sample_batch(corpus.test, 8, gpt.config.T_max, torch.Generator(DEVICE).manual_seed(0))
+with torch.no_grad():
+    nats, perplexity, bits = lm_metrics(gpt(x).float(), y)
+reference = torch.nn.functional.cross_entropy(gpt(x).flatten(0, 1).float(), y.flatten()).item()
+print(
+    f"yours: {nats:.4f} nats, perplexity {perplexity:.3f}, {bits:.4f} bits;  "
+    f"reference: {reference:.4f} nats"
+)
+
+# %% [markdown]
+# ## Train the LSTM with the same loop and budget
+#
+# Same architecture as Lab 3 (embedding 64, one LSTM layer of 256), but trained exactly like
+# the GPT: this is the fair partner. (Lab 3's own run — Adam, a constant rate, 2,000 steps, the
+# forget-gate bias set to 1 — is the other LSTM row, read from the recorded baselines.)
+
+# %%
+torch.manual_seed(0)
+lstm = tl.CharLSTM()
+lstm_history = tl.train_lm(lstm, corpus, BUDGET, lr=tl.DEFAULT_LR["lstm"], desc="LSTM")
+lstm_score = tl.evaluate_lstm(lstm, corpus)
+rows.append(
+    ResultRow.from_score(
+        "LSTM, d_h 256, retrained with the GPT's loop and budget",
+        5,
+        lstm_score,
+        parameters=tl.count_parameters(lstm),
+        steps=BUDGET.steps,
+        batch_size=BUDGET.batch_size,
+        train_seconds=lstm_history.wall_time_s,
+    )
+)
+print(f"trained in {lstm_history.wall_time_s:.0f} s; test loss {lstm_score.nats:.4f} nats/char")
+
+# %%
+fig, ax = plt.subplots(figsize=(7, 3.5))
+for label, history in (("mini-GPT", gpt_history), ("LSTM", lstm_history)):
+    steps, losses = zip(*history.val_loss, strict=True)
+    ax.plot(steps, losses, marker="o", label=f"{label}, validation")
+    steps, losses = zip(*history.train_loss, strict=True)
+    ax.plot(steps, losses, alpha=0.4, label=f"{label}, training")
+ax.axhline(math.log(65), color="grey", linestyle=":", label="ln 65 (uniform)")
+ax.set_xlabel("step")
+ax.set_ylabel("loss (nats/char)")
+ax.legend(fontsize=8)
+plt.show()
+
+# %% [markdown]
+# ## The results table
+#
+# Every row: the same 60,394 test characters, in nats per character. The GPT reads windows of
+# 128 moved by 64 and is scored on the second half of each (65 to 128 characters of context);
+# the LSTM carries its state across the whole split.
+
+# %%
+lab3 = lab3_lstm_row()
+table = rows[:2] + ([lab3] if lab3 else []) + rows[2:][::-1]
+display(Markdown(results_markdown(table)))
+if lab3 is None:
+    print("Lab 3's LSTM row is not recorded yet (data/baselines.json).")
+
+# %% [markdown]
+# ### Checkpoint 4b · The trained model still does not read the future
+#
+# The same leak test as at the end of notebook 03, now on the trained weights, in evaluation
+# mode. Then the one comparison this notebook asserts: the mini-GPT lands well below the
+# trigram. It asserts nothing about the GPT against the LSTM.
+
+# %%
+model_leak_test(gpt, "the trained mini-GPT")
+check.gpt_well_below_trigram(gpt_score.nats, trigram_nats, BUDGET.name)
+
+# %% [markdown]
+# ## Samples
+#
+# 300 characters from each model after the same prompt, at temperature 0.8.
+
+# %%
+prompt = corpus.vocab.encode("ROMEO:\n")
+for label, model in (("mini-GPT", gpt), ("LSTM", lstm)):
+    out = tl.generate(model, prompt, 300, temperature=0.8, seed=0)
+    print(f"--- {label} ---\n{corpus.vocab.decode(prompt + out.ids)}\n")
+
+# %% [markdown]
+# Notebook 05 looks inside this model's heads. Save it beside the notebook:
+
+# %%
+path = save_gpt(gpt, budget=BUDGET.name, seed=0, test_nats=gpt_score.nats)
+print(f"saved to {path}")
+
+# %% [markdown]
+# ## After the lab: what the course measured
+#
+# Run this after you have written your prediction. The numbers come from
+# `data/baselines.json`, measured by the course's pipeline at the stated budget, device and
+# seeds; your own row above is one more measurement beside them.
+
+# %%
+display(
+    Markdown(after_the_lab(BUDGET.name, DEVICE, gpt_nats=gpt_score.nats, lstm_nats=lstm_score.nats))
+)
+
+# %% [markdown]
+# ### Check yourself
+#
+# **1.** The model has $d_{\text{model}} = 128$, 4 layers and $T_{\max} = 128$ with learned
+# positions. You double $T_{\max}$ to 256. Which parameters grow and by how many? What happens to
+# the attention cost of a full window? With $T_{\max} = 128$, which characters of a
+# 300-character text can influence the prediction of character 301?
+#
+# <details><summary>Answer</summary>
+#
+# Only the position table grows: 128 new rows of 128, that is 16,384 parameters on top of
+# 824,897. Nothing in a block depends on the sequence length. The attention step costs
+# $O(T^2 d)$ per layer, so a full window of 256 costs four times one of 128 and stores four times
+# as many weights. Character 301 depends on characters 173 to 300 and on nothing before them: a
+# hard cutoff, unlike the LSTM's fading memory.
+#
+# </details>
+#
+# **2.** At $T = d = 128$, compare $T^2 d$ with $T d^2$; then keep $d = 128$ and set
+# $T = 1{,}024$. How many forward passes does sampling 300 characters take?
+#
+# <details><summary>Answer</summary>
+#
+# At $T = d$ both are $128^3 = 2{,}097{,}152$. Their ratio is $T/d$, so at $T = 1{,}024$
+# self-attention costs 8 times the recurrent layer. Sampling 300 characters takes 300 forward
+# passes, one after another: each needs the character sampled before it. Within a pass the
+# positions are computed in parallel but only the last one is used; the parallelism that
+# matters is in training, where every target is known.
+#
+# </details>
