@@ -8,9 +8,12 @@ PY := $(VENV)/bin/python
 TORCH_SPEC ?= torch==2.13.0
 MODEL ?= gpt
 BUDGET ?= quick
+MODE ?= auto
+SEEDS ?= 0
+DEVICE ?= auto
 
 .DEFAULT_GOAL := help
-.PHONY: help setup train notebooks test lint format bench clean
+.PHONY: help setup train notebooks regenerate-baselines test lint format bench clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -23,6 +26,9 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 setup: $(VENV)/.installed ## create .venv and install the package (once; minutes)
+
+regenerate-baselines: setup ## run the solution notebooks, refresh data/baselines.json: MODE=auto|full|quick|smoke SEEDS=0,1,2 (quick on 2 CPU cores: ~6 min a seed)
+	$(PY) -m transformer_lab.pipeline --mode $(MODE) --seeds $(SEEDS) --device $(DEVICE)
 
 train: setup ## train and score one model: MODEL=gpt|lstm|trigram|5gram BUDGET=quick|full|smoke (quick GPT: ~5 min on 2 CPU cores)
 	$(PY) -m transformer_lab train --model $(MODEL) --budget $(BUDGET)

@@ -15,6 +15,9 @@
 
 # %% tags=["parameters"]
 MODE = "auto"  # auto | full | quick | smoke | grade: how much compute the notebook spends
+SEEDS = [0]  # training seeds (the course's pipeline passes [0, 1, 2])
+DEVICE = "auto"  # auto | cpu | cuda | mps
+RESULTS = None  # the pipeline passes a JSON path here to collect the measurements
 
 # %%
 import inspect
@@ -25,10 +28,12 @@ import torch
 
 import transformer_lab as tl
 from checkpoints import attention as check
+from transformer_lab.baselines import record
 
-BUDGET = tl.budget_for(MODE)
+DEVICE = tl.resolve_device(DEVICE)
+BUDGET = tl.budget_for(MODE, DEVICE)
 torch.manual_seed(0)
-print(f"torch {torch.__version__}, device {tl.pick_device()}, mode {BUDGET.name}")
+print(f"torch {torch.__version__}, device {DEVICE}, mode {BUDGET.name}")
 
 # %% [markdown]
 # ## Exercise 0 · Read the model (3 min)
@@ -206,6 +211,7 @@ for d_k in SPREAD_D_K:
         f"(sqrt(d_k) = {math.sqrt(d_k):5.2f}),  "
         f"std of q·k / sqrt(d_k) = {spread[d_k]['scaled']:.3f}"
     )
+record(RESULTS, {"score_spread": {str(d_k): s for d_k, s in spread.items()}})
 
 # %% [markdown]
 # ### One row of attention at initialization

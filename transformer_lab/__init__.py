@@ -14,13 +14,23 @@ from .model import (
     embed_with_positions,
 )
 from .ngram import NGramModel
-from .runtime import BUDGETS, Budget, budget_for, pick_device, precision_for, resolve_mode, set_seed
+from .runtime import (
+    BUDGETS,
+    Budget,
+    budget_for,
+    pick_device,
+    precision_for,
+    resolve_device,
+    resolve_mode,
+    set_seed,
+)
 from .sample import Generation, filter_probs, generate
-from .train import DEFAULT_LR, TrainHistory, choose_lr, train_lm
+from .train import DEFAULT_LR, LAB3_RECIPE, TrainHistory, choose_lr, train_lm
 
 __all__ = [
     "BUDGETS",
     "DEFAULT_LR",
+    "LAB3_RECIPE",
     "Block",
     "Budget",
     "CharLSTM",
@@ -48,6 +58,7 @@ __all__ = [
     "load_corpus",
     "pick_device",
     "precision_for",
+    "resolve_device",
     "resolve_mode",
     "sample_batch",
     "scaled_dot_product_attention",

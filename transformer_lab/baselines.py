@@ -109,3 +109,24 @@ def after_the_lab(
         if mine is not None and recorded:
             lines.append(f"\nYour {label}: {mine:.4f} nats/char; recorded: {_band(recorded)}.")
     return "\n".join(lines)
+
+
+def _merge(into: dict, new: dict) -> dict:
+    for key, value in new.items():
+        if isinstance(value, dict) and isinstance(into.get(key), dict):
+            _merge(into[key], value)
+        else:
+            into[key] = value
+    return into
+
+
+def record(results_path: str | Path | None, entries: dict) -> None:
+    """Merge `entries` into the notebook's results file (the pipeline's RESULTS parameter).
+
+    A student's run passes RESULTS = None, and nothing is written.
+    """
+    if results_path is None:
+        return
+    path = Path(results_path)
+    current = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    path.write_text(json.dumps(_merge(current, entries), indent=1), encoding="utf-8")

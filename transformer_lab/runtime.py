@@ -44,6 +44,11 @@ def pick_device() -> torch.device:
     return torch.device("cpu")
 
 
+def resolve_device(device: str | torch.device = "auto") -> torch.device:
+    """ "auto" -> the best available (CUDA, then MPS, then CPU); otherwise that device."""
+    return pick_device() if device == "auto" else torch.device(device)
+
+
 def resolve_mode(mode: str = "auto", device: torch.device | str | None = None) -> str:
     """auto -> full on a GPU, quick on a CPU; autograding (NBGRADER_EXECUTION) -> grade."""
     if mode not in MODES:

@@ -24,6 +24,9 @@ T_DEFAULT = 128
 # The rates `choose_lr` picked at the quick budget on a CPU (300-step sweeps, seed 0):
 # `python -m transformer_lab train --model gpt --lr auto` repeats the sweep.
 DEFAULT_LR = {"gpt": 4e-3, "lstm": 3.2e-2}
+# Lab 3's own LSTM run, recorded beside the retrained LSTM: Adam at a constant rate, batch 64,
+# 2,000 steps, the forget-gate bias set to 1.
+LAB3_RECIPE = {"lr": 2e-3, "batch_size": 64, "steps": 2000, "forget_gate_bias": 1.0}
 
 
 @dataclass

@@ -1,0 +1,191 @@
+"""`make regenerate-baselines`: papermill runs the solution notebooks end to end, each records its
+measurements in one results file, and the merge writes data/baselines.json atomically.
+
+    python -m transformer_lab.pipeline --mode quick --seeds 0,1,2
+    python -m transformer_lab.pipeline --mode full --seeds 0 --device cuda
+
+A failing notebook stops the run with its name and cell, and leaves data/baselines.json as it
+was. Executed notebooks are kept in build/pipeline/<mode>-<device class>/ for inspection.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+import torch
+
+from . import notebook_build
+from .baselines import device_class
+from .runtime import BUDGETS, device_name, precision_for, resolve_device, resolve_mode
+
+ROOT = notebook_build.ROOT
+BASELINES = ROOT / "data" / "baselines.json"
+SCHEMA = ROOT / "data" / "baselines.schema.json"
+WORKDIR = ROOT / "build" / "pipeline"
+EMPTY = {"schema_version": 1, "runs": {}}
+
+
+class PipelineError(RuntimeError):
+    pass
+
+
+def validate(baselines: dict) -> None:
+    """Raise jsonschema.ValidationError where `baselines` breaks data/baselines.schema.json."""
+    import jsonschema
+
+    jsonschema.validate(baselines, json.loads(SCHEMA.read_text(encoding="utf-8")))
+
+
+def _git(*args: str) -> str:
+    done = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True)
+    return done.stdout.strip() if done.returncode == 0 else ""
+
+
+def provenance(mode: str, seeds: list[int], device: torch.device) -> dict:
+    budget = BUDGETS[mode]
+    capability = None
+    if device.type == "cuda":
+        capability = "{}.{}".format(*torch.cuda.get_device_capability(device))
+    return {
+        "git_commit": _git("rev-parse", "HEAD") or "unknown",
+        "git_dirty": bool(_git("status", "--porcelain", "--untracked-files=no")),
+        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "device": device_name(device),
+        "compute_capability": capability,
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+        "precision": precision_for(device).name,
+        "mode": mode,
+        "seeds": seeds,
+        "batch_size": budget.batch_size,
+        "steps": budget.steps,
+        "notebook_seconds": {},
+        "total_seconds": 0.0,
+    }
+
+
+def summarise_seeds(rows: dict) -> dict:
+    """Rows measured per seed get the mean nats over seeds (perplexity and bits follow from it)
+    and the spread (max - min) of nats."""
+    for name, row in rows.items():
+        seeds = row.get("seeds")
+        if not seeds:
+            continue
+        runs = list(seeds.values())
+        summary = {key: value for key, value in runs[0].items() if key != "seeds"}
+        nats = [r["nats"] for r in runs]
+        summary["nats"] = statistics.fmean(nats)
+        summary["perplexity"] = math.exp(summary["nats"])
+        summary["bits"] = summary["nats"] / math.log(2)
+        summary["train_seconds"] = statistics.fmean(r["train_seconds"] for r in runs)
+        rows[name] = summary | {"spread": max(nats) - min(nats), "seeds": seeds}
+    return rows
+
+
+def _execute(source: Path, workdir: Path, parameters: dict) -> float:
+    import papermill
+
+    notebook = workdir / f"{source.stem}.ipynb"
+    notebook_build.write(notebook_build.source_notebook(source), notebook)
+    executed = workdir / "executed" / notebook.name
+    executed.parent.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    try:
+        papermill.execute_notebook(
+            notebook,
+            executed,
+            parameters=parameters,
+            kernel_name="python3",
+            cwd=workdir,
+            progress_bar=False,
+        )
+    except papermill.PapermillExecutionError as err:
+        raise PipelineError(
+            f"{source.stem} failed in cell {err.exec_count} with {err.ename}: {err.evalue}. "
+            f"Nothing was written; the executed notebook is at {executed}."
+        ) from None
+    return time.perf_counter() - start
+
+
+def run_pipeline(
+    mode: str = "auto",
+    seeds: list[int] = (0,),
+    device: str = "auto",
+    out: Path = BASELINES,
+    sources: list[Path] | None = None,
+    workdir: Path = WORKDIR,
+) -> dict:
+    """Execute the notebooks, merge their measurements into `out`, return the new run."""
+    device = resolve_device(device)
+    mode = resolve_mode(mode, device)
+    if mode == "grade":
+        raise PipelineError("MODE grade is for autograding; record full, quick or smoke")
+    seeds = list(seeds)
+    key = f"{mode}/{device_class(device)}"
+    workdir = Path(workdir) / key.replace("/", "-")
+    workdir.mkdir(parents=True, exist_ok=True)
+    results_path = workdir / "results.json"
+    results_path.unlink(missing_ok=True)
+    run = {
+        "mode": mode,
+        "device_class": device_class(device),
+        "provenance": provenance(mode, seeds, device),
+    }
+    parameters = {"MODE": mode, "SEEDS": seeds, "DEVICE": str(device), "RESULTS": str(results_path)}
+    start = time.perf_counter()
+    for source in sources or notebook_build.sources():
+        print(f"[{key}] running {source.stem} ...", flush=True)
+        seconds = _execute(source, workdir, parameters)
+        run["provenance"]["notebook_seconds"][source.stem] = round(seconds, 1)
+        print(f"[{key}] {source.stem} done in {seconds:.0f} s", flush=True)
+    run["provenance"]["total_seconds"] = round(time.perf_counter() - start, 1)
+    results = json.loads(results_path.read_text()) if results_path.is_file() else {}
+    results["rows"] = summarise_seeds(results.get("rows", {}))
+    run["results"] = results
+
+    out = Path(out)
+    baselines = json.loads(out.read_text(encoding="utf-8")) if out.is_file() else dict(EMPTY)
+    baselines["runs"] = {**baselines["runs"], key: run}
+    baselines["runs"] = dict(sorted(baselines["runs"].items()))
+    validate(baselines)
+    # Atomic: a reader sees the old file or the new one, never half of one.
+    with tempfile.NamedTemporaryFile("w", dir=out.parent, suffix=".tmp", delete=False) as tmp:
+        json.dump(baselines, tmp, indent=2)
+        tmp.write("\n")
+    os.replace(tmp.name, out)
+    return run
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--mode", default="auto", help="auto (full on a GPU, quick on a CPU), full, quick or smoke"
+    )
+    parser.add_argument("--seeds", default="0", help="comma-separated training seeds, e.g. 0,1,2")
+    parser.add_argument("--device", default="auto", help="auto, cpu, cuda or mps")
+    parser.add_argument("--out", type=Path, default=BASELINES)
+    args = parser.parse_args(argv)
+    seeds = [int(s) for s in args.seeds.split(",")]
+    try:
+        run = run_pipeline(args.mode, seeds, args.device, args.out)
+    except PipelineError as err:
+        sys.exit(f"regenerate-baselines stopped: {err}")
+    p = run["provenance"]
+    print(f"wrote {args.out}: {run['mode']}/{run['device_class']} in {p['total_seconds']:.0f} s")
+    for name, seconds in p["notebook_seconds"].items():
+        print(f"  {name:<16} {seconds:>7.1f} s")
+
+
+if __name__ == "__main__":
+    main()
