@@ -77,3 +77,17 @@ def test_student_notebook_stops_at_each_checkpoint(name, tmp_path):
             errors = [o for o in cell.outputs if o.output_type == "error"]
             assert errors, f"{cell.metadata.nbgrader.grade_id} passed with nothing done"
             assert errors[0].ename == "NotDoneYet" and "not done yet" in errors[0].evalue
+
+
+def test_folds_render_as_html_details_with_code_inside():
+    """nbconvert's Markdown renderer (as JupyterLab's) keeps <details> and renders the fenced
+    code inside it, because the fold leaves a blank line after <summary> and before </details>."""
+    import re
+
+    from nbconvert import HTMLExporter
+
+    html, _ = HTMLExporter().from_notebook_node(committed(NAMES[0]))
+    folds = re.findall(r"<details>(.*?)</details>", html, flags=re.S)
+    solutions = [f for f in folds if "Solution" in f]
+    assert solutions and all("<pre" in f or "<code" in f for f in solutions)
+    assert all("```" not in f for f in folds), "a fenced block was left unrendered"

@@ -30,6 +30,7 @@ SOLUTIONS = ROOT / "solutions"
 NOTEBOOKS = ROOT / "notebooks"
 COURSE = ROOT / "grader" / "course"
 NBGRADER_CONFIG = ROOT / "grader" / "nbgrader_config.py"
+COLAB_PIPELINE = ROOT / "grader" / "regenerate_baselines_colab.py"
 
 # One stub for both student flavours: the checkpoints turn it into "Exercise N is not done yet".
 CODE_STUB = '# TODO: your code here\nraise NotImplementedError("not done yet")'
@@ -92,6 +93,29 @@ def source_notebook(path: Path):
         cell.id = f"{path.stem[:2]}-{i:03d}"
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
+    return nb
+
+
+def colab_pipeline_notebook():
+    """The maintainers' Colab notebook that runs the baselines pipeline on a GPU."""
+    import jupytext
+    import nbformat
+
+    config = settings()
+    text = COLAB_PIPELINE.read_text(encoding="utf-8")
+    text = text.replace("@REPOSITORY@", config["repository"]).replace("@REF@", config["ref"])
+    nb = jupytext.reads(text, fmt="py:percent")
+    nb.metadata = nbformat.from_dict(
+        {
+            "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
+            "language_info": {"name": "python"},
+            "accelerator": "GPU",
+            "colab": {"gpuType": "T4", "provenance": []},
+        }
+    )
+    for i, cell in enumerate(nb.cells):
+        cell.metadata.pop("lines_to_next_cell", None)
+        cell.id = f"pipeline-{i:03d}"
     return nb
 
 
@@ -179,6 +203,9 @@ def build(
         write(source_nb, course / "source" / path.stem / f"{path.stem}.ipynb")
         write(workshop_notebook(source_nb), notebooks_dir / f"{path.stem}.ipynb")
         names.append(path.stem)
+    write(
+        colab_pipeline_notebook(), notebooks_dir.parent / "grader" / f"{COLAB_PIPELINE.stem}.ipynb"
+    )
     if with_release:
         release(names, course)
     return names
