@@ -23,7 +23,9 @@ def model_leak_test(model, label: str = "the model", t0: int | None = None, seed
     model.eval()
     try:
         with _no_grad():
-            before, after = call(label, model, idx), call(label, model, changed)
+            # A stub inside the model reports itself as the exercise that is not done yet.
+            before = call("An exercise this model runs on", model, idx)
+            after = call("An exercise this model runs on", model, changed)
     finally:
         model.train(was_training)
     earlier = (before[:, :t0] - after[:, :t0]).abs().max().item()

@@ -1,0 +1,206 @@
+"""Checks of notebook 02: the causal mask (Exercise 2) and the leak test on one attention step."""
+
+from __future__ import annotations
+
+import torch
+
+from transformer_lab.attention import causal_mask as _reference
+from transformer_lab.attention import scaled_dot_product_attention as _attention
+
+from ._core import CheckFailed, call, expect_tensor, passed
+
+EX2 = "Exercise 2"
+_bool = torch.bool
+_ones = torch.ones
+_tril = torch.tril
+_triu = torch.triu
+_equal = torch.equal
+_randn = torch.randn
+_generator = torch.Generator
+_clone = torch.Tensor.clone
+_fill = torch.Tensor.fill_
+
+_NO_DIAGONAL = (
+    "the diagonal is excluded (like tril(diagonal=-1) or i < t): position t must be allowed "
+    "to read itself. Without the diagonal the first row has no allowed key at all, and its "
+    "softmax is all -inf, which gives NaN; use i <= t"
+)
+
+
+def _inverted(what: str) -> str:
+    return (
+        f"the mask is inverted: you returned {what}, so query t reads the later keys i > t. "
+        "Row t is the query and column i the key; `allowed` must be True where i <= t, which "
+        "is the lower triangle (torch.tril)"
+    )
+
+
+def _mistakes(T: int) -> dict[str, torch.Tensor]:
+    """The usual wrong masks for size T, as bool tensors."""
+    ones = _ones(T, T, dtype=_bool)
+    return {
+        _inverted("the upper triangle, diagonal included"): _triu(ones),
+        _inverted("the strict upper triangle, the negation of the right mask"): _triu(
+            ones, diagonal=1
+        ),
+        _NO_DIAGONAL: _tril(ones, diagonal=-1),
+    }
+
+
+def _diagnose_pattern(pattern: torch.Tensor, T: int) -> str | None:
+    for diagnosis, wrong in _mistakes(T).items():
+        if _equal(pattern, wrong):
+            return diagnosis
+    return None
+
+
+def _shape_failure(mask: torch.Tensor, T: int, case: str) -> CheckFailed:
+    shape = tuple(mask.shape)
+    if mask.ndim > 2 and shape[-2:] == (T, T):
+        return CheckFailed(
+            f"{EX2} ({case}): the mask has shape {shape}, with extra leading dimensions. Return "
+            f"({T}, {T}): the attention function broadcasts a (T, T) mask over batch and heads."
+        )
+    if mask.ndim == 2 and shape[0] == shape[1]:
+        return CheckFailed(
+            f"{EX2} ({case}): the mask is {shape[0]} x {shape[1]}, but causal_mask({T}) must be "
+            f"{T} x {T}. Build it from the argument T, not from a fixed size such as T_max."
+        )
+    return CheckFailed(
+        f"{EX2} ({case}): causal_mask({T}) should have shape ({T}, {T}): one row per query t, "
+        f"one column per key i. Got {shape}."
+    )
+
+
+def _dtype_failure(mask: torch.Tensor, right: torch.Tensor, case: str) -> CheckFailed:
+    if mask.is_floating_point():
+        values = mask.double()
+        if bool((values[right] == 0).all()) and bool((values[~right] < 0).all()):
+            return CheckFailed(
+                f"{EX2} ({case}): you returned the additive mask M of Equation 6 (0 where "
+                "i <= t, a large negative number or -inf elsewhere). The attention function "
+                "takes the boolean form instead: return dtype torch.bool, True where key i <= "
+                "query t; it turns False into -inf itself."
+            )
+    pattern = mask != 0
+    if _equal(pattern, right):
+        entries = "Read as True/False, your entries are right."
+    else:
+        wrong = _diagnose_pattern(pattern, right.shape[0])
+        entries = (
+            f"Read as True/False, there is a second mistake: {wrong}."
+            if wrong
+            else "Read as True/False, the entries are wrong too: True where i <= t."
+        )
+    return CheckFailed(
+        f"{EX2} ({case}): the mask has dtype {mask.dtype}; return dtype torch.bool "
+        "(e.g. torch.ones(T, T, dtype=torch.bool), or .bool() at the end). A 0/1 number "
+        "mask is not a boolean one: masked_fill refuses it, and ~ does not swap 0 and 1 "
+        f"(on integers ~1 is -2). {entries}"
+    )
+
+
+def _compare(causal_mask, T: int, case: str | None = None) -> torch.Tensor:
+    case = case or f"T = {T}"
+    mask = call(EX2, causal_mask, T)
+    expect_tensor(EX2, f"causal_mask({T})", mask)
+    right = _reference(T)
+    if tuple(mask.shape) != (T, T):
+        raise _shape_failure(mask, T, case)
+    if mask.dtype != _bool:
+        raise _dtype_failure(mask, right, case)
+    if _equal(mask, right):
+        return mask
+    diagnosis = _diagnose_pattern(mask, T)
+    if diagnosis:
+        raise CheckFailed(f"{EX2} ({case}): {diagnosis}.")
+    wrong = int((mask != right).sum())
+    raise CheckFailed(
+        f"{EX2} ({case}): {wrong} of the {T * T} entries are wrong. Entry [t, i] must be True "
+        "exactly when i <= t (Equation 6: M is 0 on and below the diagonal). Print "
+        f"causal_mask({min(T, 6)}) and compare it with Figure 2."
+    )
+
+
+def exercise_2(causal_mask) -> None:
+    # T = 5 first: the small cases alone cannot tell some mistakes apart.
+    for T in (5, 1, 2, 128):
+        _compare(causal_mask, T)
+    passed(f"{EX2}: causal_mask(T) is the bool lower triangle of Equation 6 for T = 1, 2, 5, 128.")
+
+
+def exercise_2_hidden(causal_mask) -> None:
+    for T in (3, 7, 64, 129, 300):
+        _compare(causal_mask, T)
+    # A fresh tensor on every call: a caller that edits one mask must not change the next one.
+    first = _compare(causal_mask, 6, "T = 6, first call")
+    try:
+        _fill(first, False)
+    except RuntimeError:
+        pass  # a read-only view cannot be changed, so it cannot be corrupted either
+    again = call(EX2, causal_mask, 6)
+    if type(again) is not torch.Tensor or not _equal(again, _reference(6)):
+        raise CheckFailed(
+            f"{EX2}: your function hands out a cached constant: after the mask returned by "
+            "causal_mask(6) was changed in place, the next call returned the changed mask. Build "
+            "a new tensor on every call (or return a .clone() of the cached one)."
+        )
+    for T in (9, 4, 9):  # the result depends on the T of this call, not on an earlier one
+        _compare(causal_mask, T, f"T = {T} after other sizes")
+    passed(f"{EX2} (further cases): T = 3 to 300, and a fresh mask on every call.")
+
+
+def attention_leak_test(causal_mask, attention=None, T: int = 8, t0: int = 5) -> float:
+    """One self-attention step with your mask: nothing before t0 may depend on position t0.
+
+    The inputs X of T positions go through fixed projections to Q, K and V; then row t0 of X is
+    replaced. Returns the largest change of an output before t0 (0.0 when nothing leaks).
+    """
+    attention = _attention if attention is None else attention
+    name = "the package's attention" if attention is _attention else "this attention"
+    g = _generator().manual_seed(0)
+    d_model, d_k = 16, 8
+    X = _randn(T, d_model, generator=g)
+    W_Q, W_K, W_V = (_randn(d_model, d_k, generator=g) / d_model**0.5 for _ in range(3))
+    allowed = call(EX2, causal_mask, T)
+    expect_tensor(EX2, f"causal_mask({T})", allowed, (T, T))
+
+    def step(X):
+        try:
+            return attention(X @ W_Q, X @ W_K, X @ W_V, _clone(allowed))
+        except Exception as err:
+            raise CheckFailed(
+                f"Leak test: {name} refused your mask ({type(err).__name__}: {err}). "
+                "Run the Exercise 2 checks first."
+            ) from err
+
+    V_bar, A = step(X)
+    above = (A * _triu(_ones(T, T), diagonal=1)).abs().max().item()
+    if above != 0.0:
+        raise CheckFailed(
+            f"Leak test: weights above the diagonal reach {above:.3g}; they must be exactly 0. "
+            "A query reads a later key: check the mask and where it is applied."
+        )
+    changed = _clone(X)
+    changed[t0] = _randn(d_model, generator=g)
+    V_bar_changed, _ = step(changed)
+    earlier = (V_bar[:t0] - V_bar_changed[:t0]).abs().max().item()
+    later = (V_bar[t0:] - V_bar_changed[t0:]).abs().max().item()
+    if earlier != 0.0:
+        raise CheckFailed(
+            f"Leak test: changing position {t0} moved the outputs at earlier positions by up to "
+            f"{earlier:.3g}, though every weight above the diagonal is 0. The kept weights of "
+            "an earlier row still depend on later scores, as when the mask is applied after "
+            "the softmax: the row was normalised over the future keys too."
+        )
+    if later == 0.0:
+        raise CheckFailed(
+            f"Leak test: changing position {t0} changed no output at all, not even its own; "
+            "the test proves nothing this way."
+        )
+    passed(
+        f"Leak test on one attention step with your mask: every weight above the diagonal is "
+        f"exactly 0, and changing position {t0} moved no earlier output (largest change 0.0) "
+        f"while moving later ones by up to {later:.3g}."
+    )
+    return earlier

@@ -1,0 +1,210 @@
+"""Checks of notebook 03: attention is blind to order, Exercise 3 (embed_with_positions, the
+input step of Equation 8) and the untrained model's test loss."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn as nn
+
+from transformer_lab.attention import scaled_dot_product_attention as _attention
+from transformer_lab.evaluate import evaluate_gpt as _evaluate_gpt
+from transformer_lab.model import GPTConfig as _GPTConfig
+from transformer_lab.model import MultiHeadAttention as _MultiHeadAttention
+from transformer_lab.model import embed_with_positions as _reference
+
+from ._core import CheckFailed, call, close, expect_tensor, match_mistake, passed
+
+EX3 = "Exercise 3"
+LN_VOCAB = math.log(65)  # 4.1744: the loss of a uniform guess over the 65 characters
+_Embedding = nn.Embedding
+_arange = torch.arange
+_cat = torch.cat
+_randn = torch.randn
+_randint = torch.randint
+_generator = torch.Generator
+_no_grad = torch.no_grad
+_grad = torch.autograd.grad
+_equal = torch.equal
+_fork_rng = torch.random.fork_rng
+
+
+def order_blindness(first: torch.Tensor, second: torch.Tensor, seed: int = 0) -> float:
+    """One causal attention layer, token embeddings only: the last output ignores the order.
+
+    `first` and `second` are (1, T) token ids holding the same tokens in two orders, with the same
+    last token. Returns the largest difference between the two outputs at the last position.
+    """
+    if first.shape != second.shape or first.ndim != 2 or first.shape[0] != 1:
+        raise CheckFailed("order_blindness needs two (1, T) tensors of token ids of equal shape.")
+    if not _equal(first.sort().values, second.sort().values) or first[0, -1] != second[0, -1]:
+        raise CheckFailed(
+            "order_blindness needs the same tokens in two orders, with the same last token."
+        )
+    config = _GPTConfig()
+    with _fork_rng(), _no_grad():
+        torch.manual_seed(seed)
+        tok_emb = _Embedding(config.vocab_size, config.d_model)
+        pos_emb = _Embedding(config.T_max, config.d_model)
+        layer = _MultiHeadAttention(config, attention=_attention).eval()
+        without = [layer(tok_emb(idx))[0][0, -1] for idx in (first, second)]
+        with_positions = [
+            layer(_reference(idx, tok_emb, pos_emb))[0][0, -1] for idx in (first, second)
+        ]
+    gap = (without[0] - without[1]).abs().max().item()
+    gap_with = (with_positions[0] - with_positions[1]).abs().max().item()
+    if gap > 1e-5 or gap_with < 1e-3:
+        raise CheckFailed(
+            f"Order blindness: without positions the last outputs differ by {gap:.3g}, with "
+            f"positions by {gap_with:.3g}; expected about 0 and clearly more than 0. Has the "
+            "package been changed?"
+        )
+    passed(
+        f"Without positions, reordering the {first.shape[1] - 1} tokens before the last one "
+        f"moved its output by {gap:.1g} (float rounding); with positions added, by "
+        f"{gap_with:.2g}."
+    )
+    return gap
+
+
+def _tables(seed: int, vocab: int, T_max: int, d_model: int, dtype=torch.float32):
+    g = _generator().manual_seed(seed)
+    tok_emb, pos_emb = _Embedding(vocab, d_model), _Embedding(T_max, d_model)
+    with _no_grad():
+        for table in (tok_emb, pos_emb):
+            table.weight.copy_(_randn(table.weight.shape, generator=g))
+    return tok_emb.to(dtype), pos_emb.to(dtype)
+
+
+def _mistakes(idx, tok_emb, pos_emb) -> dict[str, torch.Tensor]:
+    """The outputs of the usual wrong versions, computed with our own operations."""
+    T = idx.shape[1]
+    with _no_grad():
+        tokens = tok_emb(idx)  # (B, T, d_model)
+        positions = pos_emb(_arange(T))  # (T, d_model)
+        out = {
+            "the positions are left out: add pos_emb(positions) to the token embeddings": tokens,
+            "the token embeddings are left out: Equation 8 is e_(w_t) + p_t, so look up both "
+            "tables": positions.expand_as(tokens),
+            "the position table is indexed by the token ids (pos_emb(idx)). Row t of that table "
+            "belongs to position t, whatever the token there: look it up with torch.arange(T)": (
+                tokens + pos_emb(idx)
+            ),
+            "every position gets p_0, the same row of the table: look up one row per position, "
+            "torch.arange(T) with T = idx.shape[1]": tokens + pos_emb.weight[0],
+            "the token embeddings are scaled by sqrt(d_model), as in the original transformer; "
+            "the lab's model adds them unscaled (Equation 8)": (
+                tokens * math.sqrt(tokens.shape[-1]) + positions
+            ),
+        }
+        if T < pos_emb.num_embeddings:
+            out[
+                "the positions are off by one: the first position is row 0 of the table, so use "
+                "torch.arange(T), which runs 0 .. T-1, not 1 .. T"
+            ] = tokens + pos_emb(_arange(1, T + 1))
+    return out
+
+
+def _compare(fn, idx, tok_emb, pos_emb, case: str) -> None:
+    B, T = idx.shape
+    d_model = tok_emb.embedding_dim
+    try:
+        result = call(EX3, fn, idx, tok_emb, pos_emb)
+    except CheckFailed as failure:
+        cause = failure.__cause__
+        if isinstance(cause, IndexError):
+            raise CheckFailed(
+                f"{EX3} ({case}) raised IndexError: {cause}. A position is out of range: the "
+                f"table has rows 0 .. {pos_emb.num_embeddings - 1}, and the T = {T} positions "
+                "are 0 .. T-1 (torch.arange(T))."
+            ) from None
+        if isinstance(cause, RuntimeError) and "size" in str(cause):
+            raise CheckFailed(
+                f"{EX3} ({case}) raised RuntimeError: {cause}. The shapes do not add up: "
+                f"tok_emb(idx) is (B, T, d_model) = ({B}, {T}, {d_model}) and the positions must "
+                "give (T, d_model). T is idx.shape[1] (idx.shape[0] is the batch size B), and "
+                "look up only the T rows you need, not the whole table."
+            ) from None
+        raise
+    if type(result) is torch.Tensor and tuple(result.shape) == (B, T, 2 * d_model):
+        raise CheckFailed(
+            f"{EX3} ({case}): the output has shape {(B, T, 2 * d_model)}: the positions are "
+            "concatenated to the token embeddings. Equation 8 adds them: e_(w_t) + p_t keeps "
+            "the width d_model."
+        )
+    expect_tensor(EX3, "the output", result, (B, T, d_model))
+    with _no_grad():
+        right = _reference(idx, tok_emb, pos_emb)
+    if not close(result.detach(), right):
+        diagnosis = match_mistake(result.detach(), _mistakes(idx, tok_emb, pos_emb))
+        if diagnosis:
+            raise CheckFailed(f"{EX3} ({case}): {diagnosis}.")
+        raise CheckFailed(
+            f"{EX3} ({case}): the output differs from tok_emb(idx) + pos_emb(torch.arange(T)) "
+            f"by up to {(result.detach().double() - right.double()).abs().max().item():.3g}."
+        )
+    if not result.requires_grad:
+        raise CheckFailed(
+            f"{EX3} ({case}): the output carries no gradient, so neither table would learn. "
+            "Do not use torch.no_grad(), .detach() or .data here."
+        )
+    tok_grad, pos_grad = _grad(result.sum(), (tok_emb.weight, pos_emb.weight), allow_unused=True)
+    if pos_grad is None or not bool((pos_grad != 0).any()):
+        raise CheckFailed(
+            f"{EX3} ({case}): no gradient reaches the position table, so p_t would never be "
+            "learned. Look the rows up through pos_emb(...) or pos_emb.weight without "
+            ".detach() or .data."
+        )
+    if tok_grad is None or not bool((tok_grad != 0).any()):
+        raise CheckFailed(
+            f"{EX3} ({case}): no gradient reaches the token table: use tok_emb(idx) without "
+            ".detach() or .data."
+        )
+
+
+def _case(fn, seed: int, B: int, T: int, d_model: int, vocab: int, T_max: int, dtype=None):
+    tok_emb, pos_emb = _tables(seed, vocab, T_max, d_model, dtype or torch.float32)
+    idx = _randint(0, vocab, (B, T), generator=_generator().manual_seed(seed + 100))
+    case = f"B = {B}, T = {T}, d_model = {d_model}, T_max = {T_max}"
+    _compare(fn, idx, tok_emb, pos_emb, case)
+
+
+def exercise_3(embed_with_positions) -> None:
+    _case(embed_with_positions, 0, B=2, T=5, d_model=8, vocab=11, T_max=16)
+    _case(embed_with_positions, 1, B=3, T=10, d_model=12, vocab=13, T_max=32)
+    passed(f"{EX3}: embed_with_positions adds p_t to e_(w_t) (Equation 8), (B, T, d_model).")
+
+
+def exercise_3_hidden(embed_with_positions) -> None:
+    _case(embed_with_positions, 10, B=3, T=1, d_model=16, vocab=65, T_max=128)
+    _case(embed_with_positions, 11, B=2, T=128, d_model=128, vocab=65, T_max=128)
+    _case(embed_with_positions, 12, B=1, T=7, d_model=6, vocab=9, T_max=7, dtype=torch.float64)
+    _case(embed_with_positions, 13, B=5, T=3, d_model=4, vocab=300, T_max=8)
+    passed(f"{EX3} (further cases): T = 1, T = T_max, B = 1, float64, a large vocabulary.")
+
+
+def untrained_loss(model, corpus, label: str = "the untrained model") -> float:
+    """The untrained model's test loss should be close to ln 65: it knows nothing yet."""
+    score = call(label, _evaluate_gpt, model, corpus)
+    nats = score.nats
+    if not math.isfinite(nats):
+        raise CheckFailed(
+            f"Test loss of {label}: {nats} nats. Some logits are NaN or infinite: look for a "
+            "row of attention with no allowed key, or an overflow in the input step."
+        )
+    gap = nats - LN_VOCAB
+    if abs(gap) > 0.1:
+        side = "above" if gap > 0 else "below"
+        raise CheckFailed(
+            f"Test loss of {label}: {nats:.4f} nats, {abs(gap):.3f} {side} ln 65 = "
+            f"{LN_VOCAB:.4f}. An untrained model should guess almost uniformly over the 65 "
+            "characters, within 0.1 nats of ln 65. The initialisation or the scale of the "
+            "logits is off: the weights start with std 0.02 and zero biases, so the logits "
+            "start near 0; look for anything that enlarges the embeddings or the logits."
+        )
+    passed(
+        f"Test loss of {label}: {nats:.4f} nats, within 0.1 of ln 65 = "
+        f"{LN_VOCAB:.4f}: it guesses almost uniformly, as a model that knows nothing should."
+    )
+    return nats

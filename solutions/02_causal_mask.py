@@ -1,0 +1,294 @@
+# %% [markdown]
+# # Lab 5 · Notebook 2 — The causal mask
+#
+# A language model is trained with teacher forcing: one forward pass over $w_1, \dots, w_T$
+# makes all $T$ predictions at once, and the prediction at position $t$ is scored against
+# $w_{t+1}$. If position $t$ may read position $t+1$, it can simply copy the answer: the
+# training loss drops towards zero and the model is useless for generation, where the next
+# token does not exist yet. This notebook closes that door.
+#
+# - **Exercise 2 · The causal mask** (8 min): build the mask of Equation 6, then run the leak
+#   test on one attention step.
+# - A provided cell shows why the mask must act *before* the softmax.
+# - **Optional**: padding masks, and what to do with a query that may read nothing.
+#
+# The notebook stands on its own. Where it needs the attention function you wrote in
+# notebook 01, it uses the package's copy, `tl.scaled_dot_product_attention`, which has the same
+# signature: `(Q, K, V, allowed) -> (V_bar, A)`.
+
+# %% tags=["parameters"]
+MODE = "auto"  # auto | full | quick | smoke | grade: how much compute the notebook spends
+
+# %%
+import math
+
+import matplotlib.pyplot as plt
+import torch
+
+import transformer_lab as tl
+from checkpoints import CheckFailed
+from checkpoints import causal_mask as check
+
+BUDGET = tl.budget_for(MODE)
+torch.manual_seed(0)
+torch.set_printoptions(precision=2, sci_mode=False)
+print(f"torch {torch.__version__}, device {tl.pick_device()}, mode {BUDGET.name}")
+
+# %% [markdown]
+# ## Self-attention reads ahead
+#
+# Without a mask, every row of $A$ spreads its weight over *all* positions, later ones
+# included. Below, five random vectors attend to each other (queries, keys and values are the
+# same vectors here, to keep it short).
+
+# %%
+attention = tl.scaled_dot_product_attention  # the function of notebook 01 (Equations 3-4)
+
+g = torch.Generator().manual_seed(0)
+X = torch.randn(5, 8, generator=g)  # 5 positions, d_k = 8
+_, A = attention(X, X, X)
+print("A without a mask (row t = query, column i = key):")
+print(A)
+print(f"weight that position 0 puts on the four positions after it: {A[0, 1:].sum():.2f}")
+
+# %% [markdown]
+# ## The mask of Equation 6
+#
+# The fix is the one used for padding: give every forbidden score the value $-\infty$ before
+# the softmax, because $\exp(-\infty) = 0$. As an additive mask $M \in \mathbb{R}^{T \times T}$:
+#
+# $$M_{t,i} = \begin{cases} 0 & i \le t \\ -\infty & i > t \end{cases}, \qquad
+#   A = \mathrm{softmax}\!\left(\frac{Q K^\top}{\sqrt{d_k}} + M\right) \quad (6)$$
+#
+# $M$ is 0 on and below the diagonal and $-\infty$ above it. So $\alpha_{t,i} = 0$ exactly for
+# every $i > t$, each row still sums to 1 over the keys $i \le t$, and $A$ is lower
+# triangular. No row is ever empty: the diagonal ($i = t$) is always allowed.
+#
+# The lab's attention function takes the same information in **boolean** form: `allowed[t, i]`
+# is `True` exactly where $M_{t,i} = 0$, that is where query $t$ may read key $i$. The function
+# writes the $-\infty$ itself, with `scores.masked_fill(~allowed, float("-inf"))`. A bool tensor
+# states its meaning ("may read") and cannot be added to the scores by accident; in this lab
+# `True` always means *may read*.
+
+# %% [markdown]
+# ## Exercise 2 · The causal mask (8 min)
+#
+# Write `causal_mask(T)`: a tensor of shape `(T, T)` and dtype `torch.bool` whose entry
+# `[t, i]` is `True` when $i \le t$. Rows are queries, columns are keys.
+#
+# The checkpoint compares your mask with the reference for several $T$, then runs the **leak
+# test** on one attention step with your mask: every weight above the diagonal must be exactly
+# 0, and changing a later position's input must leave every earlier output exactly unchanged.
+#
+# <details><summary>Hint</summary>
+#
+# Either start from `torch.ones(T, T, dtype=torch.bool)` and keep its lower triangle with
+# `torch.tril` (the diagonal stays: that is `diagonal=0`, the default), or compare two
+# `arange`s: `torch.arange(T)[None, :]` varies along the columns (the key $i$),
+# `torch.arange(T)[:, None]` along the rows (the query $t$), and `<=` broadcasts them to
+# `(T, T)`.
+#
+# </details>
+
+
+# %% nbgrader={"grade": false, "grade_id": "ex2_causal_mask", "locked": false, "solution": true, "schema_version": 3}
+def causal_mask(T):
+    """Bool (T, T): entry [t, i] is True when query t may read key i, that is i <= t."""
+    ### BEGIN SOLUTION
+    positions = torch.arange(T)
+    return positions[None, :] <= positions[:, None]  # key i (columns) <= query t (rows)
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "ex2_check", "locked": true, "points": 2, "solution": false, "schema_version": 3}
+check.exercise_2(causal_mask)
+check.attention_leak_test(causal_mask)
+### BEGIN HIDDEN TESTS
+check.exercise_2_hidden(causal_mask)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# Here is the same kind of attention step as at the top, on eight positions, without a mask and
+# with yours.
+
+# %%
+g = torch.Generator().manual_seed(1)
+X = torch.randn(8, 8, generator=g)
+fig, axes = plt.subplots(1, 2, figsize=(8, 3.6), sharey=True)
+for ax, (title, allowed) in zip(
+    axes, (("no mask", None), ("your causal mask", causal_mask(8))), strict=True
+):
+    _, A = attention(X, X, X, allowed)
+    ax.imshow(A, cmap="Blues", vmin=0, vmax=1)
+    ax.set_title(title)
+    ax.set_xlabel("key position i")
+axes[0].set_ylabel("query position t")
+fig.tight_layout()
+plt.show()
+print("row sums with your mask:", A.sum(-1))
+
+# %% [markdown]
+# ## Why the mask goes before the softmax
+#
+# ### Check yourself
+#
+# **1. Predict first, on paper.** Count positions from 1, as the lecture does. Row $t = 2$ of
+# the scaled scores of a four-token sequence is $(1, 1, 5, 3)$. What is row 2 of $A$ under
+# Equation 6? A buggy implementation takes the softmax of all four scores first, then sets the
+# weights of positions 3 and 4 to zero without renormalising. What does it return? Does it leak
+# the future? Then run the cell, which afterwards changes the two future scores from $(5, 3)$
+# to $(0, 0)$.
+
+# %%
+keep = torch.tensor([True, True, False, False])  # row t = 2 may read positions 1 and 2
+
+
+def show(row):
+    return "(" + ", ".join(f"{w:.3f}" for w in row.tolist()) + ")"
+
+
+for scores in (torch.tensor([1.0, 1.0, 5.0, 3.0]), torch.tensor([1.0, 1.0, 0.0, 0.0])):
+    masked_first = torch.softmax(scores.masked_fill(~keep, float("-inf")), dim=-1)
+    zeroed_after = torch.softmax(scores, dim=-1) * keep  # the bug
+    renormalised = zeroed_after / zeroed_after.sum()
+    print(f"scores {show(scores)}")
+    print(f"  mask, then softmax:         {show(masked_first)}")
+    print(f"  softmax, then zero:         {show(zeroed_after)}   sums to {zeroed_after.sum():.3f}")
+    print(f"  softmax, zero, renormalise: {show(renormalised)}")
+
+# %% [markdown]
+# <details><summary>Answer</summary>
+#
+# With the mask first, the row reads two equal scores, so it is one half each. Softmax-then-zero
+# keeps $e^{1} / (2e^{1} + e^{5} + e^{3})$ for each of the two allowed keys: the future scores
+# sit in the denominator. The weights above the diagonal are 0, so a look at the triangle
+# passes, but the row no longer sums to 1 and, worse, it moves when only the future moves: with
+# future scores $(0, 0)$ the denominator shrinks to $2e + 2$ and the kept weights grow, as the
+# second block of output shows. Position 2's output depends on positions 3 and 4: a leak.
+# Renormalising after zeroing gives back the masked-first row. That is why the leak test changes
+# a later input and compares earlier *outputs*, and does not stop at inspecting the triangle.
+#
+# </details>
+#
+# The leak test catches exactly this bug. The next cell runs it on an attention step that takes
+# the right mask (the package's `tl.causal_mask`) but applies it after the softmax.
+
+
+# %%
+def softmax_then_zero(Q, K, V, allowed):
+    """The bug above: softmax over every key, then zero the forbidden weights."""
+    A = torch.softmax(Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1]), dim=-1) * allowed
+    return A @ V, A
+
+
+try:
+    check.attention_leak_test(tl.causal_mask, attention=softmax_then_zero)
+except CheckFailed as failure:
+    print(f"The leak test fails, as it should:\n{failure}")
+
+# %% [markdown]
+# ### Check yourself
+#
+# **2.** A colleague passes your `causal_mask(T)` as `attn_mask` to PyTorch's
+# `nn.MultiheadAttention`, where a `True` entry means "may **not** attend". What does each query
+# read, and what comes out at the last position?
+#
+# <details><summary>Answer</summary>
+#
+# The meaning is flipped: each query may read only the keys strictly after it, the future and
+# nothing else. Training would look wonderful, because every position can read the character it
+# must predict. The last query has no later key, so every entry of its row is forbidden, its
+# softmax is taken over nothing but $-\infty$, and its output is NaN. Two conventions for one
+# bool tensor are a trap; naming the argument after what `True` means (`allowed`) and keeping
+# the leak test guard against it.
+#
+# </details>
+#
+# **3.** A new model's training loss falls far below every baseline within a few hundred steps,
+# but its samples are gibberish. What do you suspect first, and which test settles it?
+#
+# <details><summary>Answer</summary>
+#
+# A leak: the model predicts $w_{t+1}$ by reading it, which works in training and is
+# impossible at generation time, when the future is not there. The leak test settles it: change
+# the token at one position and check that no logit *before* it moves at all. Notebook 03 runs
+# it on the whole untrained model, and notebook 04 again after training.
+#
+# </details>
+
+# %% [markdown]
+# ## Optional · Padding masks and rows with nothing to read
+#
+# A batch is a rectangle, so shorter sequences are filled up with a padding token `PAD`. Padding
+# holds no content: no query may read a `PAD` key. A **key-padding mask** `key_ok = idx != PAD`
+# of shape `(B, T)` says which keys are real; as `key_ok[:, None, :]`, shape `(B, 1, T)`, it
+# broadcasts over the queries. The causal mask says which keys lie at or before the query. A
+# key is readable only when both hold, so the two combine with `&`:
+#
+# `allowed = causal_mask(T)[None, :, :] & key_ok[:, None, :]`, shape `(B, T, T)`.
+
+# %%
+PAD = 0
+idx = torch.tensor([[5, 9, 2, 7, 3], [8, 4, 1, PAD, PAD]])  # lengths 5 and 3, padded on the right
+B, T = idx.shape
+key_ok = idx != PAD  # (B, T): True for real tokens
+allowed = causal_mask(T)[None, :, :] & key_ok[:, None, :]  # (1, T, T) & (B, 1, T) -> (B, T, T)
+print("allowed for the second sequence (1 = may read):")
+print(allowed[1].int())
+
+X = torch.randn(B, T, 8, generator=torch.Generator().manual_seed(2))
+_, A = attention(X, X, X, allowed)
+print("its attention weights:")
+print(A[1])
+
+# %% [markdown]
+# With padding on the right every row still has its diagonal or an earlier real token, so no row
+# is empty; the rows of the padded queries are computed but left out of the loss. Pad on the
+# **left** instead, and the first queries are padding with no real token at or before them:
+# their rows allow nothing. What should the softmax of a row of $-\infty$ be?
+
+# %%
+print("softmax of (-inf, -inf, -inf):", torch.softmax(torch.full((3,), float("-inf")), dim=-1))
+
+idx_left = torch.tensor([[PAD, PAD, 8, 4, 1]])  # the same 3 tokens, padded on the left
+allowed_left = causal_mask(5)[None] & (idx_left != PAD)[:, None, :]
+X_left = torch.randn(1, 5, 8, generator=torch.Generator().manual_seed(3))
+try:
+    attention(X_left, X_left, X_left, allowed_left)  # empty_row="error", the default
+except ValueError as err:
+    print(f'empty_row="error": ValueError: {err}')
+V_bar, A = attention(X_left, X_left, X_left, allowed_left, empty_row="zero")
+print('empty_row="zero": weights')
+print(A[0])
+print("row sums:", A[0].sum(-1))
+print("output rows that are all zero:", (V_bar[0] == 0).all(-1).tolist())
+
+# %% [markdown]
+# A softmax subtracts the row's maximum before exponentiating, to stay in range. In a row of
+# nothing but $-\infty$ the maximum is $-\infty$ too, and $-\infty - (-\infty)$ is undefined:
+# NaN, which then spreads through every later layer. The package makes the choice explicit:
+#
+# - `empty_row="error"` (the default) stops, since an empty row is usually a masking bug;
+# - `empty_row="zero"` returns zero weights and a zero output for that row, when it is intended,
+#   as for padded queries that the loss ignores. Such a row sums to 0, not 1: it means "this
+#   query produces nothing", not a probability distribution.
+#
+# Quietly returning a uniform row, or letting NaN through, would both hide the problem.
+#
+# ### Check yourself
+#
+# **4.** Many implementations fill forbidden scores with a large finite number such as $-10^9$
+# instead of $-\infty$. For an ordinary causal row that changes nothing you can measure. What
+# happens to a row in which every key is forbidden?
+#
+# <details><summary>Answer</summary>
+#
+# All its scores equal $-10^9$, and the softmax of equal scores is uniform: the padded query
+# quietly reads every forbidden key with the same weight, padding included. There is no NaN
+# and no error, just a wrong output that nothing flags. $-\infty$ with an explicit empty-row
+# policy turns the same situation into an error, or into a deliberate zero.
+#
+# </details>
+#
+# **Next:** notebook 03 shows that attention cannot tell order on its own, and gives the model
+# its positions.

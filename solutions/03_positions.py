@@ -1,0 +1,207 @@
+# %% [markdown]
+# # Lab 5 · Notebook 3 — Positions
+#
+# Attention compares contents; nothing in Equations 3-4 says *where* a token stands. This
+# notebook shows what that costs and gives the model a sense of order:
+#
+# - a provided checkpoint: without positions, an attention layer cannot tell two orders of the
+#   same characters apart;
+# - **Exercise 3 · Positions** (6 min): write the input step of the model, Equation 8;
+# - with that step the model is complete: the leak test on its logits, and its loss before any
+#   training;
+# - a provided picture of the sinusoidal encodings of Equation 9, the alternative the lab does
+#   not use.
+
+# %% tags=["parameters"]
+MODE = "auto"  # auto | full | quick | smoke | grade: how much compute the notebook spends
+
+# %%
+import matplotlib.pyplot as plt
+import torch
+
+import transformer_lab as tl
+from checkpoints import leak
+from checkpoints import positions as check
+
+BUDGET = tl.budget_for(MODE)
+torch.manual_seed(0)
+print(f"torch {torch.__version__}, device {tl.pick_device()}, mode {BUDGET.name}")
+
+# %% [markdown]
+# ## Attention is blind to order
+#
+# The output at position $t$ is a weighted sum over the positions it reads,
+# $\bar v_t = \sum_{i \le t} \alpha_{t,i} v_i$, and each weight $\alpha_{t,i}$ and value $v_i$ is
+# computed from the *contents* $h_t$ and $h_i$ alone. The index $i$ only labels the terms of the
+# sum. Reorder the positions before $t$ and the same terms are added in another order: for a
+# self-attention layer, what it reads is an unordered collection.
+#
+# The next cell feeds one causal attention layer of the package (`tl.MultiHeadAttention`) the
+# characters of `dog bites man` and of `bites dog man`: the same characters, the same last one.
+# First with token embeddings only, then with learned position vectors added.
+#
+# **Predict first.** Is the output at the last position the same for the two orders, without
+# positions? With them?
+
+# %%
+corpus = tl.load_corpus()
+first = torch.tensor([corpus.vocab.encode("dog bites man")])  # (1, 13) character ids
+second = torch.tensor([corpus.vocab.encode("bites dog man")])
+check.order_blindness(first, second)
+
+# %% [markdown]
+# ## Exercise 3 · Positions (6 min)
+#
+# The fix is to add to each token embedding a vector that depends only on the position:
+#
+# $$h_t^{(0)} = e_{w_t} + p_t \quad (8)$$
+#
+# with $e_{w_t} \in \mathbb{R}^{d_\text{model}}$ the embedding of token $w_t$ and
+# $p_t \in \mathbb{R}^{d_\text{model}}$ the encoding of position $t$. The lab *learns* the
+# $p_t$, as GPT models do: a second embedding table with one row per position, $T_\text{max}$
+# rows, trained with everything else. The same character at two positions now enters the first
+# layer as two different vectors.
+#
+# Write `embed_with_positions(idx, tok_emb, pos_emb)`:
+#
+# - `idx` is a `(B, T)` tensor of token ids, with $T \le T_\text{max}$;
+# - `tok_emb` is an `nn.Embedding(vocab_size, d_model)`, `pos_emb` an
+#   `nn.Embedding(T_max, d_model)`; in code the positions count from 0, so the row of position
+#   $t$ is row $t$ of `pos_emb` for $t = 0, \dots, T-1$;
+# - return $h^{(0)}$ of shape `(B, T, d_model)`.
+#
+# <details><summary>Hint</summary>
+#
+# `tok_emb(idx)` is `(B, T, d_model)`. The positions are `torch.arange(T)`, and `pos_emb` of
+# them is `(T, d_model)`; adding the two broadcasts over the batch. Create the `arange` with
+# `device=idx.device` so that the same code runs on a GPU.
+#
+# </details>
+
+
+# %% nbgrader={"grade": false, "grade_id": "ex3_embed", "locked": false, "solution": true, "schema_version": 3}
+def embed_with_positions(idx, tok_emb, pos_emb):
+    """idx: (B, T) token ids -> h^(0): (B, T, d_model), token embedding plus position vector."""
+    ### BEGIN SOLUTION
+    T = idx.shape[1]
+    positions = torch.arange(T, device=idx.device)  # (T,): 0 .. T-1
+    return tok_emb(idx) + pos_emb(positions)  # (B, T, d_model) + (T, d_model)
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "ex3_check", "locked": true, "points": 2, "solution": false, "schema_version": 3}
+check.exercise_3(embed_with_positions)
+### BEGIN HIDDEN TESTS
+check.exercise_3_hidden(embed_with_positions)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## The model is complete
+#
+# `tl.MiniGPT(embed=embed_with_positions)` is the whole model of Equation 14 with *your* input
+# step, and the package's attention under the causal mask. Before any training, two checks:
+#
+# - **the leak test on the logits**: change the token at one position; no logit before it may
+#   move at all. The model runs in evaluation mode, so dropout cannot blur the comparison.
+# - **the loss before training**: an untrained model should spread its probability almost evenly
+#   over the 65 characters.
+#
+# **Predict first.** What is the cross-entropy, in nats per character, of a model that gives
+# each of the 65 characters the probability $1/65$?
+
+# %%
+model = tl.MiniGPT(embed=embed_with_positions).eval()
+leak.model_leak_test(model, "the untrained model")
+check.untrained_loss(model, corpus)
+
+# %% [markdown]
+# The answer is $-\ln(1/65) = \ln 65$. A loss well above it would mean that the untrained
+# model is confidently wrong, because its logits start too large; that costs the first part of
+# training just undoing the initialisation.
+#
+# ## Sinusoidal encodings (not used in the lab)
+#
+# The original transformer does not learn $p_t$: it fixes it by a formula, with no parameters.
+# For the coordinate pairs $j = 0, \dots, d_\text{model}/2 - 1$,
+#
+# $$p_{t,2j} = \sin(\omega_j t), \qquad p_{t,2j+1} = \cos(\omega_j t), \qquad
+#   \omega_j = 10000^{-2j/d_\text{model}} \quad (9)$$
+#
+# Each pair of coordinates is a point going round a circle at its own speed: fast for the first
+# pairs, very slow for the last ones, like a clock with $d_\text{model}/2$ hands. The cell draws
+# $p_t$ for $d_\text{model} = 128$ and $T_\text{max} = 128$: on the left every coordinate over
+# $t$, the sines and the cosines grouped; on the right a few sines. It also checks one
+# consequence of the angle-addition formulas: moving $\Delta$ positions turns every pair by the
+# same angle $\omega_j \Delta$, whatever $t$ is, so $p_t^\top p_{t+\Delta}$ depends on $\Delta$
+# only.
+
+# %%
+T_MAX, D_MODEL = 128, 128
+t = torch.arange(T_MAX, dtype=torch.float64)[:, None]  # (T_max, 1)
+omega = 10000.0 ** (-2 * torch.arange(D_MODEL // 2, dtype=torch.float64) / D_MODEL)  # (d/2,)
+P = torch.empty(T_MAX, D_MODEL, dtype=torch.float64)
+P[:, 0::2] = torch.sin(omega * t)  # (T_max, d/2)
+P[:, 1::2] = torch.cos(omega * t)
+
+fig, (left, right) = plt.subplots(1, 2, figsize=(11, 3.6))
+by_kind = torch.cat([P[:, 0::2], P[:, 1::2]], dim=1)  # the 64 sines, then the 64 cosines
+image = left.imshow(by_kind.T, aspect="auto", cmap="RdBu", vmin=-1, vmax=1, origin="lower")
+left.axhline(D_MODEL // 2 - 0.5, color="black", linewidth=0.8)
+left.set_xlabel("position t")
+left.set_yticks([0, 32, 64, 96], ["sin, j = 0", "sin, j = 32", "cos, j = 0", "cos, j = 32"])
+left.set_title("p_t, one column per position")
+fig.colorbar(image, ax=left)
+for coordinate in (10, 20, 40, 60):
+    right.plot(P[:, coordinate], label=f"coordinate {coordinate}, ω = {omega[coordinate // 2]:.3g}")
+right.set_xlabel("position t")
+right.set_title("a few coordinates (sines) over t")
+right.legend(fontsize=8, loc="lower left")
+fig.tight_layout()
+plt.show()
+
+for delta in (1, 5, 20):
+    dots = ", ".join(f"{(P[s] @ P[s + delta]).item():.4f}" for s in (0, 30, 90))
+    print(f"p_t · p_(t+{delta:>2}) for t = 0, 30, 90: {dots}")
+
+# %% [markdown]
+# The lab uses the learned table instead. Vaswani et al. found the two about equally good; the
+# learned one is simpler to write and has a plain limit: there is no $p_t$ for
+# $t \ge T_\text{max}$. Both are *absolute* encodings: they mark where a token is and leave the
+# layers to work out how far apart two tokens are.
+#
+# ### Check yourself
+#
+# **1.** Leave out the positional encodings but keep the causal mask. Feed a single attention
+# layer *dog bites man* (three word tokens) and then *bites dog man*. Is the output at position 3
+# the same? Stack a second attention layer on top: is the output at position 3 still the same?
+#
+# <details><summary>Answer</summary>
+#
+# One layer: the same, as the checkpoint above showed with characters. Position 3 holds *man*
+# in both orders and reads the set {dog, bites, man}; nothing in the sum depends on where each
+# element came from. Two layers: in general not. The first layer's outputs at positions 1 and 2
+# differ between the orders: in *dog bites man*, position 1 is *dog* having read itself alone
+# and position 2 is *bites* having read {dog, bites}; in *bites dog man*, position 1 is *bites*
+# alone and position 2 is *dog* having read both. The second layer at position 3 therefore reads
+# a different set of vectors. The causal mask lets a little order in, because how much a
+# position may read depends on where it stands; that signal is weak and indirect, which is why
+# the model still gets Equation 8.
+#
+# </details>
+#
+# **2.** The lab's model has $T_\text{max} = 128$ learned positions. What happens if you hand
+# it a 200-character text, and how does the lab's sampler deal with long texts? Would
+# sinusoidal encodings remove the limit?
+#
+# <details><summary>Answer</summary>
+#
+# The position table has no rows for positions 128 to 199, so the lookup fails (the package's
+# `embed_with_positions` says so and asks you to crop). The sampler feeds the model only the
+# last 128 characters, so each prediction sees at most 128 characters of context. Sinusoidal
+# vectors exist for every $t$, so the lookup would no longer fail, but the model has never been
+# trained on positions beyond its training length and nothing promises that it handles them
+# well.
+#
+# </details>
+#
+# **Next:** notebook 04 trains this model on Shakespeare and compares it with the LSTM.

@@ -1,0 +1,144 @@
+"""Bug zoo of notebook 03: each usual mistake in embed_with_positions fails Exercise 3's
+checkpoint with its diagnosis; each correct variant passes; the provided checks of the notebook
+(order blindness, untrained loss) pass on good inputs and fail on bad ones."""
+
+import math
+
+import pytest
+import torch
+from notebook_harness import run_exercise
+
+import transformer_lab as tl
+from checkpoints import CheckFailed, NotDoneYet
+from checkpoints import positions as check
+
+EX3 = ("03_positions", "ex3_embed", "ex3_check")
+
+MUTANTS = {
+    "positions concatenated": (
+        """
+        B, T = idx.shape
+        positions = pos_emb(torch.arange(T)).expand(B, T, -1)
+        return torch.cat([tok_emb(idx), positions], dim=-1)
+        """,
+        "concatenated",
+    ),
+    "position table indexed by token id": (
+        "return tok_emb(idx) + pos_emb(idx)",
+        "indexed by the token ids",
+    ),
+    "off by one": (
+        "return tok_emb(idx) + pos_emb(torch.arange(1, idx.shape[1] + 1))",
+        "off by one",
+    ),
+    "positions left out": ("return tok_emb(idx)", "positions are left out"),
+    "tokens left out": (
+        "return pos_emb(torch.arange(idx.shape[1])).expand(*idx.shape, -1)",
+        "token embeddings are left out",
+    ),
+    "positions over the batch axis": (
+        "return tok_emb(idx) + pos_emb(torch.arange(idx.shape[0]))",
+        "idx.shape[0] is the batch size",
+    ),
+    "the whole position table": (
+        "return tok_emb(idx) + pos_emb.weight",
+        "not the whole table",
+    ),
+    "one position for all": (
+        "return tok_emb(idx) + pos_emb(torch.zeros_like(idx))",
+        "every position gets p_0",
+    ),
+    "scaled by sqrt(d_model)": (
+        "d_model = tok_emb.embedding_dim\n"
+        "return tok_emb(idx) * d_model**0.5 + pos_emb(torch.arange(idx.shape[1]))",
+        "sqrt(d_model)",
+    ),
+    "position table detached": (
+        "return tok_emb(idx) + pos_emb.weight[: idx.shape[1]].detach()",
+        "no gradient reaches the position table",
+    ),
+    "no gradient at all": (
+        """
+        with torch.no_grad():
+            return tok_emb(idx) + pos_emb(torch.arange(idx.shape[1]))
+        """,
+        "carries no gradient",
+    ),
+    "returns a list": (
+        "return [tok_emb(idx) + pos_emb(torch.arange(idx.shape[1]))]",
+        "should be a torch.Tensor",
+    ),
+}
+
+CORRECT = {
+    "broadcasting on the device of idx": (
+        "return tok_emb(idx) + pos_emb(torch.arange(idx.shape[-1], device=idx.device))"
+    ),
+    "explicit expand": """
+        B, T = idx.shape
+        return tok_emb(idx) + pos_emb(torch.arange(T)).unsqueeze(0).expand(B, T, -1)
+        """,
+    "rows of the weight": "return tok_emb(idx) + pos_emb.weight[: idx.shape[1]]",
+    "positions as a (1, T) batch": (
+        "return tok_emb(idx) + pos_emb(torch.arange(idx.shape[1])[None, :])"
+    ),
+    "package function": "return tl.embed_with_positions(idx, tok_emb, pos_emb)",
+}
+
+
+@pytest.mark.parametrize("name", MUTANTS)
+def test_mutant_fails_with_its_diagnosis(name, capsys):
+    body, diagnosis = MUTANTS[name]
+    with pytest.raises(CheckFailed) as failure:
+        run_exercise(*EX3, body)
+    assert not isinstance(failure.value, NotDoneYet)
+    assert diagnosis in str(failure.value), str(failure.value)
+
+
+@pytest.mark.parametrize("name", CORRECT)
+def test_correct_variant_passes(name, capsys):
+    run_exercise(*EX3, CORRECT[name])
+    assert capsys.readouterr().out.count("✅") == 2  # visible checks and hidden tests
+
+
+def test_solution_passes_and_stub_is_not_done(capsys):
+    run_exercise(*EX3)
+    assert capsys.readouterr().out.count("✅") == 2
+    with pytest.raises(NotDoneYet, match="not done yet"):
+        run_exercise(*EX3, 'raise NotImplementedError("not done yet")')
+
+
+def test_order_blindness_passes_and_leaves_the_global_seed_alone(corpus, capsys):
+    first = torch.tensor([corpus.vocab.encode("dog bites man")])
+    second = torch.tensor([corpus.vocab.encode("bites dog man")])
+    state = torch.get_rng_state()
+    assert check.order_blindness(first, second) < 1e-5
+    assert torch.equal(state, torch.get_rng_state())
+    assert capsys.readouterr().out.startswith("✅")
+    with pytest.raises(CheckFailed, match="same tokens in two orders"):
+        check.order_blindness(first, torch.tensor([corpus.vocab.encode("man bites dog")]))
+
+
+SMALL = tl.GPTConfig(d_model=32, n_heads=2, n_layers=1, T_max=32)
+
+
+def test_untrained_loss_near_ln_65(corpus, capsys):
+    nats = check.untrained_loss(tl.MiniGPT(SMALL), corpus)
+    assert abs(nats - math.log(65)) < 0.1
+    assert capsys.readouterr().out.startswith("✅")
+
+
+def test_untrained_loss_catches_large_logits(corpus):
+    model = tl.MiniGPT(SMALL)
+    with torch.no_grad():
+        model.W_o.weight.mul_(100)
+    with pytest.raises(CheckFailed, match="initialisation or the scale of the logits"):
+        check.untrained_loss(model, corpus)
+
+
+def test_untrained_loss_reports_a_stub_as_not_done(corpus):
+    def stub(idx, tok_emb, pos_emb):
+        raise NotImplementedError("not done yet")
+
+    with pytest.raises(NotDoneYet, match="not done yet"):
+        check.untrained_loss(tl.MiniGPT(SMALL, embed=stub), corpus)
