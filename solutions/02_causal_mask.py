@@ -18,6 +18,9 @@
 
 # %% tags=["parameters"]
 MODE = "auto"  # auto | full | quick | smoke | grade: how much compute the notebook spends
+SEEDS = [0]  # training seeds (the course's pipeline passes [0, 1, 2])
+DEVICE = "auto"  # auto | cpu | cuda | mps
+RESULTS = None  # the pipeline passes a JSON path here to collect the measurements
 
 # %%
 import math
@@ -28,11 +31,13 @@ import torch
 import transformer_lab as tl
 from checkpoints import CheckFailed
 from checkpoints import causal_mask as check
+from transformer_lab.baselines import record
 
-BUDGET = tl.budget_for(MODE)
+DEVICE = tl.resolve_device(DEVICE)
+BUDGET = tl.budget_for(MODE, DEVICE)
 torch.manual_seed(0)
 torch.set_printoptions(precision=2, sci_mode=False)
-print(f"torch {torch.__version__}, device {tl.pick_device()}, mode {BUDGET.name}")
+print(f"torch {torch.__version__}, device {DEVICE}, mode {BUDGET.name}")
 
 # %% [markdown]
 # ## Self-attention reads ahead
@@ -102,10 +107,14 @@ def causal_mask(T):
 
 # %% nbgrader={"grade": true, "grade_id": "ex2_check", "locked": true, "points": 2, "solution": false, "schema_version": 3}
 check.exercise_2(causal_mask)
-check.attention_leak_test(causal_mask)
+largest_leak = check.attention_leak_test(causal_mask)
 ### BEGIN HIDDEN TESTS
 check.exercise_2_hidden(causal_mask)
 ### END HIDDEN TESTS
+
+# %%
+if RESULTS:  # only the course's pipeline records measurements
+    record(RESULTS, {"leak": {"one_attention_step": largest_leak}})
 
 # %% [markdown]
 # Here is the same kind of attention step as at the top, on eight positions, without a mask and

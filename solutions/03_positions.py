@@ -14,6 +14,9 @@
 
 # %% tags=["parameters"]
 MODE = "auto"  # auto | full | quick | smoke | grade: how much compute the notebook spends
+SEEDS = [0]  # training seeds (the course's pipeline passes [0, 1, 2])
+DEVICE = "auto"  # auto | cpu | cuda | mps
+RESULTS = None  # the pipeline passes a JSON path here to collect the measurements
 
 # %%
 import matplotlib.pyplot as plt
@@ -22,10 +25,12 @@ import torch
 import transformer_lab as tl
 from checkpoints import leak
 from checkpoints import positions as check
+from transformer_lab.baselines import record
 
-BUDGET = tl.budget_for(MODE)
+DEVICE = tl.resolve_device(DEVICE)
+BUDGET = tl.budget_for(MODE, DEVICE)
 torch.manual_seed(0)
-print(f"torch {torch.__version__}, device {tl.pick_device()}, mode {BUDGET.name}")
+print(f"torch {torch.__version__}, device {DEVICE}, mode {BUDGET.name}")
 
 # %% [markdown]
 # ## Attention is blind to order
@@ -111,8 +116,9 @@ check.exercise_3_hidden(embed_with_positions)
 
 # %%
 model = tl.MiniGPT(embed=embed_with_positions).eval()
-leak.model_leak_test(model, "the untrained model")
-check.untrained_loss(model, corpus)
+largest_leak = leak.model_leak_test(model, "the untrained model")
+untrained_nats = check.untrained_loss(model, corpus)
+record(RESULTS, {"leak": {"untrained_model": largest_leak}, "untrained_gpt_nats": untrained_nats})
 
 # %% [markdown]
 # The answer is $-\ln(1/65) = \ln 65$. A loss well above it would mean that the untrained

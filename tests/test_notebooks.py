@@ -49,7 +49,7 @@ def execute(nb, cwd: Path, allow_errors: bool = False):
 
     for cell in nb.cells:  # what papermill does with the parameters cell
         if "parameters" in cell.metadata.get("tags", []):
-            cell.source = 'MODE = "smoke"'
+            cell.source = cell.source.replace('MODE = "auto"', 'MODE = "smoke"')
     NotebookClient(
         nb,
         timeout=600,
