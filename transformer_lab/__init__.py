@@ -25,6 +25,7 @@ from .runtime import (
     set_seed,
 )
 from .sample import Generation, filter_probs, generate
+from .saving import TRAINED_GPT, load_gpt, save_gpt
 from .train import DEFAULT_LR, LAB3_RECIPE, TrainHistory, choose_lr, train_lm
 
 __all__ = [
@@ -43,6 +44,7 @@ __all__ = [
     "MultiHeadAttention",
     "NGramModel",
     "Score",
+    "TRAINED_GPT",
     "TrainHistory",
     "Vocab",
     "budget_for",
@@ -56,11 +58,13 @@ __all__ = [
     "filter_probs",
     "generate",
     "load_corpus",
+    "load_gpt",
     "pick_device",
     "precision_for",
     "resolve_device",
     "resolve_mode",
     "sample_batch",
+    "save_gpt",
     "scaled_dot_product_attention",
     "set_seed",
     "train_lm",

@@ -130,3 +130,18 @@ def record(results_path: str | Path | None, entries: dict) -> None:
     path = Path(results_path)
     current = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
     path.write_text(json.dumps(_merge(current, entries), indent=1), encoding="utf-8")
+
+
+def recorded_distances(mode: str, device, baselines: dict | None = None) -> str:
+    """The recorded mean attention distance of every head, as text, or why there is none."""
+    baselines = load_baselines() if baselines is None else baselines
+    key = run_key(mode, device)
+    run = (baselines or {}).get("runs", {}).get(key)
+    distances = (run or {}).get("results", {}).get("mean_attention_distance")
+    if not distances:
+        return f"No mean attention distances are recorded for `{key}` yet."
+    p = run["provenance"]
+    lines = [f"Recorded for {key} ({p['device']}, seed {p['seeds'][0]}, {p['date'][:10]}):"]
+    for layer, heads in enumerate(distances, start=1):
+        lines.append(f"  layer {layer}: " + "  ".join(f"{d:5.1f}" for d in heads))
+    return "\n".join(lines)

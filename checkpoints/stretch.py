@@ -1,0 +1,505 @@
+"""Checks of notebook 06, the optional challenge: your multi-head layer (Equation 7 and the
+split) and your pre-norm block (Equation 12), compared with the package's own layers after
+copying their weights into yours.
+
+The block is graded with the package's attention layer in place of yours, so that a mistake in
+Challenge A does not count twice; `whole_model` then runs both of yours together.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import math
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from transformer_lab import model as _model
+
+from ._core import (
+    CheckFailed,
+    call,
+    close,
+    match_mistake,
+    passed,
+    snapshot,
+    unchanged,
+)
+from .leak import model_leak_test as _model_leak_test
+
+EXA = "Challenge A (MyMultiHeadAttention)"
+EXB = "Challenge B (MyBlock)"
+
+_Block = _model.Block
+_GPTConfig = _model.GPTConfig
+_MiniGPT = _model.MiniGPT
+_MultiHeadAttention = _model.MultiHeadAttention
+_embed_with_positions = _model.embed_with_positions
+_linear = F.linear
+_softmax = torch.softmax
+_randn = torch.randn
+_no_grad = torch.no_grad
+_equal = torch.equal
+_Tensor = torch.Tensor
+_Module = nn.Module
+
+
+def _count(module: nn.Module) -> int:
+    return sum(p.numel() for p in module.parameters())
+
+
+def _inputs(seed: int, B: int, T: int, d_model: int, scale: float = 1.0, shift: float = 0.0):
+    g = torch.Generator().manual_seed(seed)
+    return scale * _randn(B, T, d_model, generator=g) + shift
+
+
+def _construct(exercise: str, cls, config):
+    try:
+        module = call(exercise, cls, config)
+    except CheckFailed as failure:
+        if "MyMultiHeadAttention" in str(failure) and "NameError" in str(failure):
+            raise CheckFailed(
+                f"{exercise}: MyBlock could not be built because MyMultiHeadAttention is not "
+                "defined: run the cell of Challenge A first (it may still be unfinished)."
+            ) from None
+        raise
+    if not isinstance(module, _Module):
+        raise CheckFailed(f"{exercise}: {cls.__name__}(config) should build an nn.Module.")
+    return module
+
+
+def _load(exercise: str, mine: nn.Module, ref: nn.Module) -> None:
+    """Same parameter count and names as the package's layer; then copy its weights into yours."""
+    if _count(mine) != _count(ref):
+        raise CheckFailed(
+            f"{exercise}: your layer holds {_count(mine):,} parameters, the package's "
+            f"{_count(ref):,}. Keep __init__ as it was given: only forward is yours to write."
+        )
+    try:
+        mine.load_state_dict(ref.state_dict())
+    except RuntimeError as err:
+        raise CheckFailed(
+            f"{exercise}: the package's weights do not fit your layer by name ({err}). Keep "
+            "__init__ as it was given, so that the check can copy W_Q, W_K, W_V, proj, ln1, "
+            "ln2 and ffn into it."
+        ) from None
+
+
+def _forward(exercise: str, module, H):
+    try:
+        return call(exercise, module, H)
+    except CheckFailed as failure:
+        text = str(failure)
+        if "view size is not compatible" in text:
+            raise CheckFailed(
+                f"{text} After transpose(1, 2) the tensor is no longer contiguous in memory, so "
+                ".view cannot merge its axes: use .reshape(B, T, d_model), or "
+                ".contiguous().view(B, T, d_model)."
+            ) from None
+        if "tuple" in text and ("operand" in text or "attribute" in text):
+            raise CheckFailed(
+                f"{text} The attention layer returns the pair (output, A): unpack it, e.g. "
+                "`attended, _ = self.attn(...)`."
+            ) from None
+        raise
+
+
+# ---------------------------------------------------------------------------------------------
+# Challenge A: the multi-head layer
+
+
+def _causal(T: int) -> torch.Tensor:
+    return torch.ones(T, T, dtype=torch.bool).tril()
+
+
+def _mha_variant(
+    ref, H, *, split="heads", merge="heads", masked=True, scale="d_k", project=True
+) -> torch.Tensor:
+    """The layer's output computed our way, with one step done right or in a known wrong way."""
+    B, T, d_model = H.shape
+    h, d_k = ref.n_heads, ref.d_k
+
+    def cut(X):
+        if split == "heads":  # the lecture's split: (B, T, h, d_k) -> (B, h, T, d_k)
+            return X.view(B, T, h, d_k).transpose(1, 2)
+        if split == "view":  # the wrong one: the T and h axes read straight from memory
+            return X.reshape(B, h, T, d_k)
+        return X.reshape(B, T, d_k, h).permute(0, 3, 1, 2)  # "interleaved" columns
+
+    with _no_grad():
+        Q, K, V = (cut(_linear(H, W.weight)) for W in (ref.W_Q, ref.W_K, ref.W_V))
+        divisor = {"d_k": math.sqrt(d_k), "d_model": math.sqrt(d_model), "none": 1.0}[scale]
+        scores = Q @ K.transpose(-2, -1) / divisor
+        if masked:
+            scores = scores.masked_fill(~_causal(T), float("-inf"))
+        V_bar = _softmax(scores, dim=-1) @ V  # (B, h, T, d_k)
+        if merge == "heads":
+            merged = V_bar.transpose(1, 2).reshape(B, T, d_model)
+        elif merge == "no_transpose":
+            merged = V_bar.reshape(B, T, d_model)
+        else:  # the inverse of the interleaved cut
+            merged = V_bar.permute(0, 2, 3, 1).reshape(B, T, d_model)
+        if not project:
+            return merged
+        return _linear(merged, ref.proj.weight, ref.proj.bias)
+
+
+def _mha_mistakes(ref, H) -> dict[str, torch.Tensor]:
+    cut_wrong = (
+        "the heads are cut wrongly: .view(B, n_heads, T, d_k) reads the memory of the (B, T, "
+        "d_model) tensor in the wrong order, so each 'head' mixes positions. Cut the last axis: "
+        ".view(B, T, n_heads, d_k), then .transpose(1, 2) to bring the heads forward"
+    )
+    return {
+        cut_wrong: _mha_variant(ref, H, split="view", merge="no_transpose"),
+        cut_wrong + " (and transpose back after the attention)": _mha_variant(ref, H, split="view"),
+        "the heads are put back together without transposing: V_bar is (B, n_heads, T, d_k); "
+        ".transpose(1, 2) to (B, T, n_heads, d_k) before .reshape(B, T, d_model), or the "
+        "reshape mixes positions and heads": _mha_variant(ref, H, merge="no_transpose"),
+        "the output reads the future: there is no causal mask. Pass allowed = "
+        "tl.causal_mask(T) (True where query t may read key i <= t) to the attention": (
+            _mha_variant(ref, H, masked=False)
+        ),
+        "the scores are divided by sqrt(d_model): each head compares vectors of width d_k = "
+        "d_model / n_heads, so divide by sqrt(d_k) (Equation 3)": _mha_variant(
+            ref, H, scale="d_model"
+        ),
+        "the scores are not divided by sqrt(d_k) (Equation 3)": _mha_variant(ref, H, scale="none"),
+        "head r takes the columns r, r + n_heads, ... (a view of (B, T, d_k, n_heads)); the "
+        "package's head r owns the consecutive columns r*d_k .. (r+1)*d_k - 1, so use "
+        ".view(B, T, n_heads, d_k)": _mha_variant(ref, H, split="interleaved", merge="interleaved"),
+        "W_proj is missing: after concatenating the heads, mix them with self.proj (Equation 7)": (
+            _mha_variant(ref, H, project=False)
+        ),
+    }
+
+
+def _layer_leak(exercise: str, mine, H, out, t0: int) -> float:
+    """How far your outputs before t0 move when only the input at t0 changes."""
+    changed = H.clone()
+    changed[:, t0] = changed[:, t0] + 1.0
+    with _no_grad():
+        moved = _forward(exercise, mine, changed)
+    moved = moved[0] if isinstance(moved, tuple) else moved
+    if type(moved) is not _Tensor or moved.shape != out.shape:
+        return float("nan")
+    return (moved[:, :t0] - out[:, :t0]).abs().max().item()
+
+
+def _check_mha(cls, config, B: int, T: int, seed: int, case: str, dropout_check=False) -> None:
+    torch.manual_seed(seed)
+    ref = _MultiHeadAttention(config).eval()
+    mine = _construct(EXA, cls, config)
+    _load(EXA, mine, ref)
+    mine.eval()
+    H = _inputs(seed + 100, B, T, config.d_model)
+    before = snapshot(H)
+    with _no_grad():
+        result = _forward(EXA, mine, H)
+        ref_out, ref_A = ref(H, need_weights=True)
+    if not unchanged(before, (H,)):
+        raise CheckFailed(f"{EXA} ({case}): forward changed its input H in place.")
+    if not isinstance(result, tuple) or len(result) != 2:
+        raise CheckFailed(
+            f"{EXA} ({case}): forward should return the pair (output, A) like the package's "
+            f"layer, got {type(result).__name__}."
+        )
+    out, A = result
+    d_model, h = config.d_model, config.n_heads
+    if type(out) is not _Tensor or tuple(out.shape) != (B, T, d_model):
+        got = tuple(out.shape) if type(out) is _Tensor else type(out).__name__
+        raise CheckFailed(
+            f"{EXA} ({case}): the output should be a tensor of shape (B, T, d_model) = "
+            f"{(B, T, d_model)}, got {got}."
+        )
+    if close(out, ref_out):
+        if type(A) is not _Tensor or tuple(A.shape) != (B, h, T, T):
+            got = tuple(A.shape) if type(A) is _Tensor else type(A).__name__
+            raise CheckFailed(
+                f"{EXA} ({case}): the output is right, but the second value should be A, the "
+                f"weights of every head, shape (B, n_heads, T, T) = {(B, h, T, T)} (got {got})."
+            )
+        if not close(A, ref_A):
+            raise CheckFailed(
+                f"{EXA} ({case}): the output is right but A is not the weights your heads used "
+                "(softmax of the masked, scaled scores, one (T, T) matrix per head)."
+            )
+        if T > 1:
+            t0 = T // 2
+            leak = _layer_leak(EXA, mine, H, out, t0)
+            if leak != 0.0:
+                raise CheckFailed(
+                    f"{EXA} ({case}): changing the input at position {t0} moved earlier outputs "
+                    f"by up to {leak:.3g}; they must not move at all."
+                )
+        if dropout_check:
+            _check_dropout(mine, H, out, case)
+        return
+    diagnosis = match_mistake(out, _mha_mistakes(ref, H))
+    if diagnosis:
+        raise CheckFailed(f"{EXA} ({case}): {diagnosis}.")
+    if T > 1:
+        leak = _layer_leak(EXA, mine, H, out, T // 2)
+        if leak != 0.0:
+            raise CheckFailed(
+                f"{EXA} ({case}): changing the input at position {T // 2} moved earlier outputs "
+                f"by up to {leak:.3g}: your layer reads the future. Check the causal mask (True "
+                "= may read, applied to the scores before the softmax)."
+            )
+    raise CheckFailed(
+        f"{EXA} ({case}): the output differs from the package's layer by up to "
+        f"{(out.double() - ref_out.double()).abs().max().item():.3g}. Follow the lecture's "
+        "split: W_Q, W_K, W_V on H; .view(B, T, n_heads, d_k).transpose(1, 2); attention with "
+        "the causal mask; .transpose(1, 2).reshape(B, T, d_model); then self.proj and self.drop."
+    )
+
+
+def _check_dropout(mine, H, eval_out, case: str) -> None:
+    mine.train()
+    try:
+        torch.manual_seed(0)
+        with _no_grad():
+            result = _forward(EXA, mine, H)
+    finally:
+        mine.eval()
+    train_out = result[0] if isinstance(result, tuple) else result
+    if type(train_out) is _Tensor and _equal(train_out, eval_out):
+        raise CheckFailed(
+            f"{EXA} ({case}): in training mode your layer gives exactly its evaluation-mode "
+            "output, so self.drop is never applied. The package applies it to the output of "
+            "self.proj."
+        )
+
+
+def challenge_a(MyMultiHeadAttention) -> None:
+    config = _GPTConfig()
+    _check_mha(MyMultiHeadAttention, config, 3, 10, 0, "d_model 128, 4 heads, B 3, T 10", True)
+    _check_mha(MyMultiHeadAttention, config, 2, 33, 1, "d_model 128, 4 heads, B 2, T 33")
+    passed(
+        f"{EXA}: same parameters as the package's layer ({_count(_MultiHeadAttention(config)):,}), "
+        "same output and weights A with its weights copied in, and no output moves when a later "
+        "input changes."
+    )
+
+
+def challenge_a_hidden(MyMultiHeadAttention) -> None:
+    cls = MyMultiHeadAttention
+    _check_mha(cls, _GPTConfig(d_model=64, n_heads=8), 2, 12, 7, "d_model 64, 8 heads")
+    _check_mha(cls, _GPTConfig(d_model=32, n_heads=1), 3, 9, 8, "d_model 32, one head")
+    _check_mha(cls, _GPTConfig(d_model=48, n_heads=3), 1, 20, 9, "d_model 48, 3 heads, B 1")
+    _check_mha(cls, _GPTConfig(d_model=32, n_heads=4), 4, 1, 10, "T = 1")
+    passed(f"{EXA} (further cases): 8 heads, one head, 3 heads, T = 1, other seeds.")
+
+
+# ---------------------------------------------------------------------------------------------
+# Challenge B: the block
+
+
+def _randomize_norms(block, seed: int) -> None:
+    """LayerNorms start as the identity map; give them distinct gains and biases, so that a
+    LayerNorm in the wrong place, or the wrong one, changes the output."""
+    g = torch.Generator().manual_seed(seed)
+    with _no_grad():
+        for ln in (block.ln1, block.ln2):
+            ln.weight.copy_(1.0 + 0.3 * _randn(ln.weight.shape, generator=g))
+            ln.bias.copy_(0.3 * _randn(ln.bias.shape, generator=g))
+
+
+def _block_mistakes(ref, H) -> dict[str, torch.Tensor]:
+    ln1, ln2, ffn = ref.ln1, ref.ln2, ref.ffn
+
+    def mha(X):
+        return ref.attn(X)[0]
+
+    with _no_grad():
+        pre = H + mha(ln1(H))  # the right H'
+        post = ln1(H + mha(H))
+        no_attn_res = mha(ln1(H))
+        normed = ln1(H)
+        normed_res = normed + mha(normed)
+        out = {
+            "this is post-norm (Equation 13): LayerNorm after each addition. The lab's block is "
+            "pre-norm (Equation 12): each sublayer reads LN of the stream, and its output is "
+            "added to the stream itself, which is never normalized": ln2(post + ffn(post)),
+            "the residual around attention is missing: H' = H + MHA(LN1(H)), the input H must "
+            "be added back": no_attn_res + ffn(ln2(no_attn_res)),
+            "the residual around the feed-forward layer is missing: H_out = H' + FFN(LN2(H'))": (
+                ffn(ln2(pre))
+            ),
+            "both residuals are missing: each sublayer's output is added to its input (H' = H + "
+            "..., H_out = H' + ...)": ffn(ln2(no_attn_res)),
+            "LayerNorm is applied to the wrong tensor: you normalize the stream itself "
+            "(H = LN(H), then H + sublayer(H)). Keep H as it is and feed LN(H) only to the "
+            "sublayer: H' = H + MHA(LN1(H))": ln2(normed_res) + ffn(ln2(normed_res)),
+            "LayerNorm is applied to the wrong tensor: before attention you normalize the stream "
+            "itself (H = LN1(H), then H + MHA(H)). Feed LN1(H) only to the sublayer and add its "
+            "output to the unnormalized H": normed_res + ffn(ln2(normed_res)),
+            "LayerNorm is applied to the wrong tensor: before the feed-forward layer you normalize "
+            "the stream itself (H' = LN2(H'), then H' + FFN(H')). Feed LN2(H') only to the "
+            "sublayer": ln2(pre) + ffn(ln2(pre)),
+            "LayerNorm is applied to the wrong tensor: it normalizes the sublayer's output "
+            "(H + LN(MHA(H))). In Equation 12 it normalizes the sublayer's input": (
+                (H + ln1(mha(H))) + ln2(ffn(H + ln1(mha(H))))
+            ),
+            "the two LayerNorms are swapped: ln1 goes before attention, ln2 before the "
+            "feed-forward layer (each has its own gain and bias)": (
+                (H + mha(ln2(H))) + ffn(ln1(H + mha(ln2(H))))
+            ),
+            "LayerNorm is applied to the wrong tensor: the feed-forward layer reads LN2 of the "
+            "block's input H, not of H' = H + MHA(LN1(H)), the stream after attention": pre
+            + ffn(ln2(H)),
+            "the second residual adds the block's input H instead of H': the attention output is "
+            "lost. H_out = H' + FFN(LN2(H'))": H + ffn(ln2(pre)),
+            "the feed-forward layer reads H' without LayerNorm: H_out = H' + FFN(LN2(H'))": pre
+            + ffn(pre),
+            "attention reads H without LayerNorm: H' = H + MHA(LN1(H))": (H + mha(H))
+            + ffn(ln2(H + mha(H))),
+        }
+    return out
+
+
+class _Stack(nn.Module):
+    """Equation 14 around a list of blocks: a MiniGPT's embeddings, final LN and W_o."""
+
+    def __init__(self, gpt, blocks):
+        super().__init__()
+        self.config = gpt.config
+        self.gpt = gpt
+        self.my_blocks = nn.ModuleList(blocks)
+
+    def forward(self, idx):
+        H = _embed_with_positions(idx, self.gpt.tok_emb, self.gpt.pos_emb)
+        for block in self.my_blocks:
+            H = block(H)
+            if isinstance(H, tuple):
+                H = H[0]
+        return self.gpt.W_o(self.gpt.ln_f(H))
+
+
+def _blocks_for(exercise: str, cls, gpt, own_attention: bool) -> list:
+    blocks = []
+    for theirs in gpt.blocks:
+        mine = _construct(exercise, cls, gpt.config)
+        if not own_attention:
+            mine.attn = _MultiHeadAttention(gpt.config)
+        _load(exercise, mine, theirs)
+        blocks.append(mine.eval())
+    return blocks
+
+
+def _quiet_leak_test(model, label: str) -> float:
+    with contextlib.redirect_stdout(io.StringIO()):
+        return _model_leak_test(model, label)
+
+
+def _check_block(cls, config, B: int, T: int, seed: int, case: str) -> None:
+    torch.manual_seed(seed)
+    ref = _Block(config).eval()
+    _randomize_norms(ref, seed)
+    mine = _construct(EXB, cls, config)
+    if _count(mine) != _count(ref):
+        _load(EXB, mine, ref)  # raises with the two counts
+    mine.attn = _MultiHeadAttention(config)  # grade the block alone, on the package's attention
+    _load(EXB, mine, ref)
+    mine.eval()
+    H = _inputs(seed + 100, B, T, config.d_model, scale=2.0, shift=0.5)
+    before = snapshot(H)
+    with _no_grad():
+        out = _forward(EXB, mine, H)
+        ref_out, _ = ref(H)
+    if not unchanged(before, (H,)):
+        raise CheckFailed(
+            f"{EXB} ({case}): forward changed its input H in place (`H += ...`). Write "
+            "H = H + ... instead: the caller may still need the block's input."
+        )
+    if isinstance(out, tuple):
+        raise CheckFailed(
+            f"{EXB} ({case}): forward should return the new H only, a tensor (B, T, d_model); "
+            "you returned a tuple. Unpack the attention layer's (output, A) inside the block."
+        )
+    if type(out) is not _Tensor or tuple(out.shape) != (B, T, config.d_model):
+        got = tuple(out.shape) if type(out) is _Tensor else type(out).__name__
+        raise CheckFailed(
+            f"{EXB} ({case}): forward should return a tensor of shape (B, T, d_model) = "
+            f"{(B, T, config.d_model)}, got {got}."
+        )
+    if close(out, ref_out):
+        return
+    diagnosis = match_mistake(out, _block_mistakes(ref, H))
+    if diagnosis:
+        raise CheckFailed(f"{EXB} ({case}): {diagnosis}.")
+    _block_leak_test(cls, config, seed)
+    raise CheckFailed(
+        f"{EXB} ({case}): the output differs from the package's Block by up to "
+        f"{(out.double() - ref_out.double()).abs().max().item():.3g}. Equation 12, in two lines: "
+        "H = H + attention output of self.ln1(H); H = H + self.ffn(self.ln2(H))."
+    )
+
+
+def _block_leak_test(cls, config, seed: int) -> None:
+    small = _GPTConfig(d_model=config.d_model, n_heads=config.n_heads, n_layers=2, T_max=32)
+    torch.manual_seed(seed)
+    gpt = _MiniGPT(small).eval()
+    stack = _Stack(gpt, _blocks_for(EXB, cls, gpt, own_attention=False)).eval()
+    try:
+        _quiet_leak_test(stack, "a stack of two of your blocks")
+    except CheckFailed as failure:
+        raise CheckFailed(
+            f"{EXB}: {failure} In a block only attention may mix positions: LayerNorm acts on "
+            "each position's vector alone (the last axis), and so does the feed-forward layer."
+        ) from None
+
+
+def challenge_b(MyBlock) -> None:
+    config = _GPTConfig()
+    _check_block(MyBlock, config, 3, 10, 0, "d_model 128, 4 heads, B 3, T 10")
+    _check_block(MyBlock, config, 2, 24, 1, "d_model 128, 4 heads, B 2, T 24")
+    _block_leak_test(MyBlock, config, 2)
+    passed(
+        f"{EXB}: same parameters as the package's Block ({_count(_Block(config)):,}), same "
+        "output with its weights copied in (run here on the package's attention layer), and a "
+        "stack of your blocks passes the leak test."
+    )
+
+
+def challenge_b_hidden(MyBlock) -> None:
+    _check_block(MyBlock, _GPTConfig(d_model=64, n_heads=8), 2, 12, 7, "d_model 64, 8 heads")
+    _check_block(MyBlock, _GPTConfig(d_model=32, n_heads=1), 4, 9, 8, "d_model 32, one head")
+    _check_block(MyBlock, _GPTConfig(d_model=32, n_heads=4), 1, 1, 9, "T = 1")
+    _block_leak_test(MyBlock, _GPTConfig(d_model=64, n_heads=8), 10)
+    passed(f"{EXB} (further cases): 8 heads, one head, T = 1, other seeds, leak test.")
+
+
+# ---------------------------------------------------------------------------------------------
+# Both together (not graded)
+
+
+def whole_model(my_model, gpt) -> None:
+    """Your blocks, with your attention layer inside, in place of the model's: same logits,
+    and no leak."""
+    g = torch.Generator().manual_seed(0)
+    device = next(gpt.parameters()).device
+    idx = torch.randint(0, gpt.config.vocab_size, (2, gpt.config.T_max), generator=g).to(device)
+    my_model.eval()
+    gpt.eval()
+    with _no_grad():
+        theirs = gpt(idx)
+        mine = call("The model built from your blocks (Challenges A and B)", my_model, idx)
+    if type(mine) is not _Tensor or mine.shape != theirs.shape:
+        raise CheckFailed(
+            f"Your model should return logits of shape {tuple(theirs.shape)}: check that MyBlock "
+            "returns the new H only."
+        )
+    gap = (mine.double() - theirs.double()).abs().max().item()
+    if not close(mine, theirs, atol=1e-4, rtol=1e-4):
+        raise CheckFailed(
+            f"With your blocks the logits differ from the model's by up to {gap:.3g}: one of the "
+            "two challenges above does not pass yet; run their checks first."
+        )
+    _quiet_leak_test(my_model, "the model built from your blocks")
+    passed(
+        f"The model built from your blocks and your attention layers gives the same logits as "
+        f"the package's (largest difference {gap:.1e}) and passes the leak test."
+    )

@@ -1,0 +1,336 @@
+# %% [markdown]
+# # Lab 5 · Notebook 5 — Looking at the heads
+#
+# Part B, last step. The trained mini-GPT has 4 layers of 4 heads: 16 attention weight matrices
+# $A^{(r)}$ for every window it reads. This notebook looks at them.
+#
+# - **Exercise 5 · Looking at the heads** (7 min): summarize each head by how far back it reads
+#   on average, its *mean attention distance*; then look at the weights of the first and the
+#   last layer, and at one head reading the six characters `To be,`.
+#
+# As before, the exercise is a `# TODO` stub with a folded **hint** above it, and the
+# **checkpoint** under it passes with a ✅ line or names the likely mistake.
+
+# %% tags=["parameters"]
+MODE = "auto"  # auto | full | quick | smoke | grade: how much compute the notebook spends
+SEEDS = [0]  # training seeds (the course's pipeline passes [0, 1, 2])
+DEVICE = "auto"  # auto | cpu | cuda | mps
+RESULTS = None  # the pipeline passes a JSON path here to collect the measurements
+
+# %%
+import matplotlib.pyplot as plt
+import torch
+from matplotlib.patches import Rectangle
+
+import transformer_lab as tl
+from checkpoints import heads as check
+from transformer_lab.baselines import record, recorded_distances
+from transformer_lab.saving import TRAINED_GPT, load_gpt, save_gpt
+
+DEVICE = tl.resolve_device(DEVICE)
+BUDGET = tl.budget_for(MODE, DEVICE)
+torch.manual_seed(0)
+print(f"torch {torch.__version__}, device {DEVICE}, mode {BUDGET.name}")
+
+# %% [markdown]
+# ## The model you are looking at
+#
+# Notebook 04 saved its trained model as `mini_gpt.pt` beside the notebook. If that file is
+# here, the next cell loads it. If not (a fresh Colab runtime, or notebook 04 not run), it
+# trains one now with the provided loop, at this notebook's budget and the lab's GPT learning
+# rate: a few minutes on a GPU at the full budget, several on a CPU at the quick one,
+# seconds in the `smoke` and `grade` modes (where the heads learn next to nothing).
+#
+# Whatever happens, the cell prints which model you are looking at. Every number below belongs
+# to that model and its budget, not to "the transformer" in general.
+
+# %%
+corpus = tl.load_corpus(DEVICE)
+if TRAINED_GPT.is_file():
+    model, info = load_gpt(TRAINED_GPT, DEVICE)
+    origin = f"loaded from {TRAINED_GPT}"
+else:
+    tl.set_seed(SEEDS[0])
+    model = tl.MiniGPT()
+    history = tl.train_lm(
+        model, corpus, BUDGET, lr=tl.DEFAULT_LR["gpt"], seed=SEEDS[0], desc="mini-GPT"
+    )
+    info = {"budget": BUDGET.name, "seed": SEEDS[0], "val_nats": history.val_loss[-1][1]}
+    origin = f"trained here in {history.wall_time_s:.0f} s"
+    if BUDGET.name in ("quick", "full"):  # worth keeping: a rerun will load it
+        save_gpt(model, **info, trained_by="05_heads")
+        origin += f", saved to {TRAINED_GPT}"
+model = model.to(DEVICE).eval()
+budget = tl.BUDGETS.get(info.get("budget"))
+described = (
+    f"{budget.name} budget (batch {budget.batch_size} x {budget.steps:,} steps)"
+    if budget
+    else "budget not recorded"
+)
+losses = [
+    f"{k.removesuffix('_nats')} loss {v:.3f} nats" for k, v in info.items() if k.endswith("_nats")
+]
+facts = [described, f"seed {info.get('seed', '?')}", *losses]
+print(f"Looking at: the mini-GPT {origin}; " + ", ".join(facts) + ".")
+if budget and budget.name in ("smoke", "grade") and BUDGET.name in ("quick", "full"):
+    print(
+        f"Warning: this model trained for only {budget.steps} steps, so its heads are close to "
+        f"their random start. Run notebook 04 at the {BUDGET.name} budget, or delete "
+        f"{TRAINED_GPT} and rerun this cell."
+    )
+
+# %% [markdown]
+# ## Exercise 5 · Looking at the heads (7 min)
+#
+# Row $t$ of a head's matrix $A$ holds the weights $\alpha_{t,i}$ with which query $t$ reads key
+# $i$. Under the causal mask they are zero for $i > t$ and sum to 1 over $i \le t$. Reading key
+# $i$ from position $t$ means looking $t - i$ characters back, so $\sum_{i \le t}\alpha_{t,i}\,(t-i)$
+# is the expected look-back of query $t$. Averaged over the $T$ queries of a window, it gives the
+# **mean attention distance** of the head, in characters:
+#
+# $$D = \frac{1}{T}\sum_{t=0}^{T-1}\;\sum_{i=0}^{t} \alpha_{t,i}\,(t-i).$$
+#
+# Write `mean_attention_distance(A)`:
+#
+# - `A` has shape `(..., T, T)`: queries down the rows, keys across the columns, any number of
+#   leading dimensions. The model returns `(n_layers, B, n_heads, T, T)`.
+# - Return a tensor of shape `(...)`: one $D$ per leading index, in `A`'s dtype, on `A`'s device.
+#   No Python loop over heads is needed.
+#
+# Three matrices whose answer you can work out in your head, for $T = 6$: every query reads only
+# itself ($D = 0$); every query reads only the first character (row $t$ looks back $t$, so
+# $D = 2.5$); row $t$ spreads its weight evenly over keys $0..t$ (row $t$ looks back $t/2$ on
+# average, so $D = 1.25$). The checkpoint starts with these.
+
+# %% [markdown]
+# <details><summary>Hint</summary>
+#
+# Build the $T \times T$ matrix of offsets $t - i$ once, from `torch.arange(T)` and broadcasting
+# (`[:, None]` for the queries, `[None, :]` for the keys). Its entries above the diagonal are
+# negative, but $A$ is exactly 0 there. Multiply, **sum** over the keys (the weights of a row
+# already sum to 1, so this sum is already an average), then **average** over the queries.
+#
+# </details>
+
+
+# %% nbgrader={"grade": false, "grade_id": "ex5_mean_distance", "locked": false, "solution": true, "schema_version": 3}
+def mean_attention_distance(A):
+    """A: (..., T, T) causal attention weights -> (...): mean over t of sum_i A[t, i] (t - i)."""
+    ### BEGIN SOLUTION
+    T = A.shape[-1]
+    positions = torch.arange(T, device=A.device)
+    offsets = (positions[:, None] - positions[None, :]).to(A.dtype)  # (T, T): entry t - i
+    return (A * offsets).sum(dim=-1).mean(dim=-1)  # sum over keys i, mean over queries t
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "ex5_check", "locked": true, "points": 2, "solution": false, "schema_version": 3}
+check.exercise_5(mean_attention_distance)
+### BEGIN HIDDEN TESTS
+check.exercise_5_hidden(mean_attention_distance)
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## All 16 heads on real text
+#
+# The next cell runs the model on 16 windows of 128 characters from the **validation** split
+# (text it was not trained on), asks for the weights of every head
+# (`return_attention=True` gives $A$ as `(n_layers, B, n_heads, T, T)`), and averages $D$ over
+# the 16 windows.
+#
+# Two reference values for a 128-character window: a head that reads only the current character
+# scores 0, and a head that spreads its weight evenly over everything it may read scores
+# $(T-1)/4 = 31.75$. No head can score more than $(T-1)/2 = 63.5$, because early queries have
+# little to look back on.
+#
+# **Predict first.** Which layer do you expect to hold the heads that read furthest back: the
+# first, or the last?
+
+# %%
+WINDOWS = 16
+T = model.config.T_max
+g = torch.Generator(device=corpus.device).manual_seed(0)
+windows, _ = tl.sample_batch(corpus.val, WINDOWS, T, g)  # (B, T) character ids
+with torch.no_grad():
+    _, A = model(windows, return_attention=True)  # (n_layers, B, n_heads, T, T)
+distances = mean_attention_distance(A).mean(dim=1).float().cpu()  # (n_layers, n_heads)
+
+n_layers, n_heads = distances.shape
+print(f"mean attention distance in characters, {WINDOWS} validation windows of T = {T}")
+print("          " + "".join(f"  head {r + 1}" for r in range(n_heads)))
+for layer in range(n_layers):
+    print(f"layer {layer + 1}   " + "".join(f"{d:8.2f}" for d in distances[layer].tolist()))
+
+fig, ax = plt.subplots(figsize=(5.6, 4.0))
+image = ax.imshow(distances, cmap="magma", vmin=0, vmax=(T - 1) / 4)
+for layer in range(n_layers):
+    for r in range(n_heads):
+        d = distances[layer, r].item()
+        ink = "black" if d > (T - 1) / 8 else "white"  # readable on the dark end of the map
+        ax.text(r, layer, f"{d:.1f}", ha="center", va="center", fontsize=9, color=ink)
+ax.set_xticks(range(n_heads), [f"head {r + 1}" for r in range(n_heads)])
+ax.set_yticks(range(n_layers), [f"layer {layer + 1}" for layer in range(n_layers)])
+ax.set_title("How far back each head reads (characters)")
+fig.colorbar(image, ax=ax, label="mean distance D (31.75 = uniform)")
+fig.tight_layout()
+plt.show()
+record(RESULTS, {"mean_attention_distance": distances.tolist()})
+
+# %% [markdown]
+# Layers and heads are numbered from 1 here, as in the lecture; in code, layer 1 is index 0.
+# For comparison, the distances the course recorded for this budget and device class (from
+# `data/baselines.json`); yours depend on the budget and the seed.
+
+# %%
+print(recorded_distances(BUDGET.name, DEVICE))
+
+# %% [markdown]
+# ## The weights of the first and the last layer
+#
+# One window of text, every head of layer 1 and of layer 4. Row $t$ is query $t$, column $i$ is
+# key $i$; brighter means more weight. The upper triangle is exactly 0 (the causal mask).
+#
+# **Look for:** heads whose weight hugs the diagonal (the last few characters), heads with
+# vertical stripes (one position read by many later queries: the printed text tells you which
+# character sits there), and heads that smear their weight over the whole past.
+
+# %%
+val_start = len(corpus.train)  # the validation split follows the training split
+start = corpus.text.index("\n", val_start + 2_000) + 1 - val_start  # a line start
+shown = corpus.val[start : start + 64][None]  # (1, 64) character ids
+print(repr(corpus.vocab.decode(shown[0])))
+with torch.no_grad():
+    _, A_window = model(shown, return_attention=True)  # (n_layers, 1, n_heads, 64, 64)
+A_window = A_window[:, 0].float().cpu()  # (n_layers, n_heads, 64, 64)
+
+fig, axes = plt.subplots(2, n_heads, figsize=(3.1 * n_heads, 6.4))
+for row, layer in enumerate((0, n_layers - 1)):
+    for r in range(n_heads):
+        ax = axes[row, r]
+        ax.imshow(A_window[layer, r], cmap="viridis", vmin=0, vmax=1)
+        ax.set_title(
+            f"layer {layer + 1} · head {r + 1}  (D = {distances[layer, r]:.1f})", fontsize=9
+        )
+        ax.set_xlabel("key i", fontsize=8)
+        ax.set_ylabel("query t", fontsize=8)
+        ax.tick_params(labelsize=7)
+fig.suptitle("A for every head of the first and the last layer (one 64-character window)")
+fig.tight_layout()
+plt.show()
+
+# %% [markdown]
+# ## One head reading `To be,`
+#
+# The lecture's Figure 2 shows one head of a trained mini-GPT on the six characters `To be,`.
+# The next cell draws the same picture for **your** model. It picks the head of the **last
+# layer with the largest mean attention distance** in the table above: a head that spreads its
+# weight fills the triangle, where a head that reads only the current character would show a
+# diagonal and little else. The cells above the diagonal are hatched: their weight is 0.
+
+# %%
+TEXT = "To be,"
+head = int(distances[-1].argmax())
+ids = torch.tensor([corpus.vocab.encode(TEXT)], device=DEVICE)
+with torch.no_grad():
+    _, A_text = model(ids, return_attention=True)
+weights = A_text[-1, 0, head].float().cpu()  # (6, 6): the last layer, the chosen head
+n = len(TEXT)
+labels = [repr(c)[1:-1] if c != " " else "␣" for c in TEXT]
+
+fig, ax = plt.subplots(figsize=(4.4, 4.0))
+upper = torch.ones(n, n, dtype=torch.bool).triu(diagonal=1)
+ax.imshow(weights.masked_fill(upper, float("nan")), cmap="Blues", vmin=0, vmax=1)
+for t in range(n):
+    for i in range(n):
+        if i > t:
+            ax.add_patch(Rectangle((i - 0.5, t - 0.5), 1, 1, fill=False, hatch="///", color="0.7"))
+        else:
+            w = weights[t, i].item()
+            ink = "white" if w > 0.6 else "black"
+            ax.text(i, t, f"{w:.2f}", ha="center", va="center", fontsize=9, color=ink)
+ax.set_xticks(range(n), labels)
+ax.set_yticks(range(n), labels)
+ax.set_xlabel("key i (the character read)")
+ax.set_ylabel("query t (the character reading)")
+ax.set_title(f"layer {n_layers} · head {head + 1} (largest D of its layer)")
+fig.tight_layout()
+plt.show()
+print(
+    f"layer {n_layers}, head {head + 1}: each row sums to",
+    [round(x, 3) for x in weights.sum(-1).tolist()],
+)
+
+# %% [markdown]
+# ### What these pictures do and do not say
+#
+# $A$ is a **routing weight**: it says how much of each value vector a head copies into a
+# position, not why the model predicts what it predicts. Reasons to be careful:
+#
+# - there are 16 maps, and the output mixes all of them through $W_{\mathrm{proj}}$ and the
+#   feed-forward layers;
+# - in layer 4 the vectors being read are no longer single characters: each is already a mixture
+#   of the whole prefix, built by layers 1–3, so "head 2 reads the comma" is a statement about
+#   positions, not about what flowed through them;
+# - a large weight on a value vector that is small, or that $W_{\mathrm{proj}}$ mostly ignores,
+#   changes little;
+# - the pattern changes with the text and with the seed of the run.
+#
+# A claim such as "this head tracks the speaker" needs an intervention: remove the head (set its
+# weights to zero) and measure what the loss loses, on which characters. The maps are where you
+# get the idea for that test, not the test itself.
+#
+# ### Check yourself
+#
+# **1.** The lab's model has $d_{\text{model}} = 128$ and $n_h = 4$. How many weights do
+# $W_Q$, $W_K$ and $W_V$ hold across all heads of one layer? Redo the count with $n_h = 16$. What
+# changed, and what did you trade? (The cell after the answer counts for you.)
+#
+# <details><summary>Answer</summary>
+#
+# With 4 heads each head has $d_k = 32$, so the three projections hold
+# $3 \times 4 \times 128 \times 32 = 49{,}152$ weights, which is $3 d_{\text{model}}^2$. With 16
+# heads $d_k = 8$ and the count is $3 \times 16 \times 128 \times 8 = 49{,}152$ again. Nothing
+# was added; the same weights are cut into more, narrower pieces. Each position now computes 16
+# weight rows instead of 4, but each score compares 8-dimensional vectors instead of
+# 32-dimensional ones: more separate lookups, each less precise. At $d_k = 1$ a score would
+# compare two single numbers.
+#
+# </details>
+
+# %%
+for n_h in (4, 16):
+    layer = tl.MultiHeadAttention(tl.GPTConfig(n_heads=n_h))
+    qkv = sum(p.numel() for name, p in layer.named_parameters() if name.startswith("W_"))
+    print(f"n_heads = {n_h:>2}: d_k = {128 // n_h:>2}, W_Q + W_K + W_V hold {qkv:,} weights")
+
+# %% [markdown]
+# **2.** A head scores $D = 0$ on every window. What does its $A$ look like, and what does the
+# head contribute to position $t$? Another head scores $D = 31.75$ on 128-character windows: can
+# you conclude that it spreads its weight evenly?
+#
+# <details><summary>Answer</summary>
+#
+# $D = 0$ means every row puts all its weight on the diagonal: $A$ is the identity, and the head
+# returns $v_t$, a linear function of position $t$ alone. It mixes nothing between positions,
+# like one more linear layer per position. $D = 31.75$ is what uniform rows give, but not only
+# them: a head that puts half its weight on the current character and half on the first
+# character of the window also looks back $t/2$ on average at row $t$, and scores the same. $D$
+# is a one-number summary; the maps show which pattern produced it.
+#
+# </details>
+#
+# **3.** $D$ depends on the window length as well as on the head. Give a head whose $D$ roughly
+# doubles when the windows go from $T = 64$ to $T = 128$, and one whose $D$ barely moves.
+#
+# <details><summary>Answer</summary>
+#
+# A head with uniform rows scores $(T-1)/4$: 15.75 on 64-character windows, 31.75 on 128. A head
+# that always reads the previous character scores $(T-1)/T$ (only query 0 has nothing to look
+# back to): about 1 for both. Query $t$ cannot look back more than $t$ characters and $D$
+# averages over every query, so the window caps what a far-reading head can score. Compare
+# heads only on windows of the same length, or average over late queries only (say $t \ge 64$).
+#
+# </details>
+#
+# **End of the core path.** Notebook 06 is the optional challenge: write the multi-head layer and
+# the block yourself.
