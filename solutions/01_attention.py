@@ -30,10 +30,7 @@ import transformer_lab as tl
 from checkpoints import attention as check
 from transformer_lab.baselines import record
 
-DEVICE = tl.resolve_device(DEVICE)
-BUDGET = tl.budget_for(MODE, DEVICE)
-torch.manual_seed(0)
-print(f"torch {torch.__version__}, device {DEVICE}, mode {BUDGET.name}")
+DEVICE, BUDGET = tl.start_notebook(MODE, DEVICE)
 
 # %% [markdown]
 # ## Exercise 0 · Read the model (3 min)

@@ -33,11 +33,8 @@ from checkpoints import CheckFailed
 from checkpoints import causal_mask as check
 from transformer_lab.baselines import record
 
-DEVICE = tl.resolve_device(DEVICE)
-BUDGET = tl.budget_for(MODE, DEVICE)
-torch.manual_seed(0)
+DEVICE, BUDGET = tl.start_notebook(MODE, DEVICE)
 torch.set_printoptions(precision=2, sci_mode=False)
-print(f"torch {torch.__version__}, device {DEVICE}, mode {BUDGET.name}")
 
 # %% [markdown]
 # ## Self-attention reads ahead

@@ -27,10 +27,7 @@ from checkpoints import leak
 from checkpoints import positions as check
 from transformer_lab.baselines import record
 
-DEVICE = tl.resolve_device(DEVICE)
-BUDGET = tl.budget_for(MODE, DEVICE)
-torch.manual_seed(0)
-print(f"torch {torch.__version__}, device {DEVICE}, mode {BUDGET.name}")
+DEVICE, BUDGET = tl.start_notebook(MODE, DEVICE)
 
 # %% [markdown]
 # ## Attention is blind to order

@@ -33,13 +33,8 @@ from transformer_lab.baselines import after_the_lab, lab3_lstm_row, record
 from transformer_lab.report import ResultRow, results_markdown
 from transformer_lab.saving import save_gpt
 
-DEVICE = tl.resolve_device(DEVICE)
-BUDGET = tl.budget_for(MODE, DEVICE)
+DEVICE, BUDGET = tl.start_notebook(MODE, DEVICE)
 corpus = tl.load_corpus(DEVICE)
-print(
-    f"device {tl.runtime.device_name(DEVICE)} ({tl.precision_for(DEVICE).name}), "
-    f"budget {BUDGET.name}: batch {BUDGET.batch_size} x {BUDGET.steps:,} steps"
-)
 
 # %% [markdown]
 # ## Exercise 4 · The loss, perplexity and bits per character

@@ -27,10 +27,7 @@ from checkpoints import heads as check
 from transformer_lab.baselines import record, recorded_distances
 from transformer_lab.saving import TRAINED_GPT, load_gpt, save_gpt
 
-DEVICE = tl.resolve_device(DEVICE)
-BUDGET = tl.budget_for(MODE, DEVICE)
-torch.manual_seed(0)
-print(f"torch {torch.__version__}, device {DEVICE}, mode {BUDGET.name}")
+DEVICE, BUDGET = tl.start_notebook(MODE, DEVICE)
 
 # %% [markdown]
 # ## The model you are looking at

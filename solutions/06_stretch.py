@@ -32,10 +32,7 @@ import transformer_lab as tl
 from checkpoints import stretch as check
 from transformer_lab.saving import TRAINED_GPT, load_gpt
 
-DEVICE = tl.resolve_device(DEVICE)
-BUDGET = tl.budget_for(MODE, DEVICE)
-torch.manual_seed(0)
-print(f"torch {torch.__version__}, device {DEVICE}, mode {BUDGET.name}")
+DEVICE, BUDGET = tl.start_notebook(MODE, DEVICE)
 
 # %% [markdown]
 # ## Challenge A · The multi-head layer (10 min)

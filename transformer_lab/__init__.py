@@ -23,6 +23,7 @@ from .runtime import (
     resolve_device,
     resolve_mode,
     set_seed,
+    start_notebook,
 )
 from .sample import Generation, filter_probs, generate
 from .saving import TRAINED_GPT, load_gpt, save_gpt
@@ -67,5 +68,6 @@ __all__ = [
     "save_gpt",
     "scaled_dot_product_attention",
     "set_seed",
+    "start_notebook",
     "train_lm",
 ]

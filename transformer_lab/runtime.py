@@ -104,6 +104,18 @@ def device_name(device: torch.device | str) -> str:
     return device.type
 
 
+def start_notebook(mode: str = "auto", device: str = "auto") -> tuple[torch.device, Budget]:
+    """A notebook's first lines: resolve the device and the budget, seed torch, say what runs."""
+    device = resolve_device(device)
+    budget = budget_for(mode, device)
+    torch.manual_seed(0)
+    print(
+        f"torch {torch.__version__} on {device_name(device)} ({precision_for(device).name}); "
+        f"budget {budget.name}: batch {budget.batch_size} x {budget.steps:,} steps"
+    )
+    return device, budget
+
+
 def set_seed(seed: int) -> None:
     """Seed Python, NumPy and torch (all devices), so a run repeats."""
     random.seed(seed)
