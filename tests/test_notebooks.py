@@ -91,3 +91,21 @@ def test_folds_render_as_html_details_with_code_inside():
     solutions = [f for f in folds if "Solution" in f]
     assert solutions and all("<pre" in f or "<code" in f for f in solutions)
     assert all("```" not in f for f in folds), "a fenced block was left unrendered"
+
+
+def test_graded_release_has_no_solutions_or_hidden_tests_and_keeps_grade_ids(tmp_path):
+    """`nbgrader generate_assignment` on the built source gives what instructors hand out."""
+    names = notebook_build.build(tmp_path / "notebooks", tmp_path / "course", with_release=True)
+    for name in names:
+        release = nbformat.read(tmp_path / "course" / "release" / name / f"{name}.ipynb", 4)
+        text = json.dumps(release)
+        assert "BEGIN SOLUTION" not in text and "HIDDEN TESTS" not in text
+        stub = notebook_build.CODE_STUB.splitlines()[-1]  # nbgrader indents it
+        assert any(stub in c.source for c in release.cells)
+
+        def grade_ids(nb):
+            return [
+                c.metadata["nbgrader"]["grade_id"] for c in nb.cells if "nbgrader" in c.metadata
+            ]
+
+        assert grade_ids(release) == grade_ids(committed(name))
