@@ -45,12 +45,16 @@ def prelude(stem: str) -> str:
     return parameters.replace('MODE = "auto"', 'MODE = "smoke"') + "\n" + imports
 
 
-def run_exercise(stem: str, exercise_id: str, check_id: str, body: str | None = None) -> dict:
-    """Execute prelude, the exercise (with `body` injected if given) and its checkpoint."""
+def run_exercise(
+    stem: str, exercise_id: str, check_id: str, body: str | None = None, before: tuple = ()
+) -> dict:
+    """Execute prelude, the cells named in `before` (as written), the exercise (with `body`
+    injected if given) and its checkpoint."""
     namespace: dict = {"__name__": "__notebook__"}
     exercise = cell(stem, exercise_id)
     if body is not None:
         exercise = inject(exercise, body)
-    for source in (prelude(stem), exercise, cell(stem, check_id)):
+    earlier = [cell(stem, grade_id) for grade_id in before]
+    for source in (prelude(stem), *earlier, exercise, cell(stem, check_id)):
         exec(compile(source, f"<{stem}>", "exec"), namespace)
     return namespace

@@ -228,14 +228,9 @@ CORRECT_B = {
 
 
 def run_block(body: str | None = None) -> dict:
-    """Prelude, Challenge A's solution (MyBlock builds one), the block with `body`, its check."""
-    namespace: dict = {"__name__": "__notebook__"}
-    exercise = cell(STEM, EXB[1])
-    if body is not None:
-        exercise = inject(exercise, body)
-    for source in (prelude(STEM), cell(STEM, EXA[1]), exercise, cell(STEM, EXB[2])):
-        exec(compile(source, f"<{STEM}>", "exec"), namespace)
-    return namespace
+    """The block exercise runs after Challenge A's solution: MyBlock builds a
+    MyMultiHeadAttention."""
+    return run_exercise(*EXB, body, before=(EXA[1],))
 
 
 @pytest.mark.parametrize("name", MUTANTS_A)
