@@ -16,7 +16,7 @@ DEVICE ?= auto
 .PHONY: help setup train notebooks regenerate-baselines test lint format bench clean
 
 help: ## list the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-22s %s\n", $$1, $$2}'
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -36,7 +36,7 @@ train: setup ## train and score one model: MODEL=gpt|lstm|trigram|5gram BUDGET=q
 notebooks: setup ## build notebooks/ and grader/course/{source,release} from solutions/ (~30 s)
 	$(PY) -m transformer_lab.notebook_build
 
-test: setup ## run the tests (about a minute)
+test: setup ## run the tests (about 5 minutes on 2 CPU cores)
 	$(PY) -m pytest -q
 
 lint: setup ## ruff: lint and format check (seconds)
