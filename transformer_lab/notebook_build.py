@@ -60,12 +60,20 @@ def _header(name: str, config: dict):
         f"({COLAB}/github/{github_path}/blob/{ref}/notebooks/{name}.ipynb)"
     )
     setup = (
-        "# Setup: on Colab, install the lab's helper package (Colab's own torch is kept).\n"
+        "# Setup. On Colab: fetch the course at its pinned ref, install its helper package\n"
+        "# (Colab's own torch is kept) and work from its notebooks/ folder, where the recorded\n"
+        "# baselines (../data/baselines.json) are found. Elsewhere this cell does nothing.\n"
         "import sys\n\n"
         'if "google.colab" in sys.modules:\n'
+        "    import os\n"
         "    import subprocess\n\n"
-        f'    package = "transformer_lab @ git+{repo}@{ref}"\n'
-        '    subprocess.run([sys.executable, "-m", "pip", "install", "-q", package], check=True)'
+        '    course = "/content/transformer-lab"\n'
+        "    if not os.path.isdir(course):\n"
+        f'        url, ref = "{repo}", "{ref}"\n'
+        '        clone = ["git", "clone", "-q", "--depth", "1", "--branch", ref, url, course]\n'
+        "        subprocess.run(clone, check=True)\n"
+        '        subprocess.run([sys.executable, "-m", "pip", "install", "-q", course], check=True)\n'
+        '    os.chdir(f"{course}/notebooks")'
     )
     return nbformat.v4.new_markdown_cell(badge), nbformat.v4.new_code_cell(setup)
 
