@@ -72,7 +72,8 @@ def _header(name: str, config: dict):
         f'        url, ref = "{repo}", "{ref}"\n'
         '        clone = ["git", "clone", "-q", "--depth", "1", "--branch", ref, url, course]\n'
         "        subprocess.run(clone, check=True)\n"
-        '        subprocess.run([sys.executable, "-m", "pip", "install", "-q", course], check=True)\n'
+        '        pip = [sys.executable, "-m", "pip", "install", "-q", course]\n'
+        "        subprocess.run(pip, check=True)\n"
         '    os.chdir(f"{course}/notebooks")'
     )
     return nbformat.v4.new_markdown_cell(badge), nbformat.v4.new_code_cell(setup)
