@@ -37,7 +37,7 @@ notebooks: setup ## build notebooks/ and grader/course/{source,release} from sol
 	$(PY) -m transformer_lab.notebook_build
 
 test: setup ## run the tests (about 5 minutes on 2 CPU cores)
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q --durations=20
 
 lint: setup ## ruff: lint and format check (seconds)
 	$(VENV)/bin/ruff check .
