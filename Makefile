@@ -11,9 +11,12 @@ BUDGET ?= quick
 MODE ?= auto
 SEEDS ?= 0
 DEVICE ?= auto
+WORKERS ?= 2
+SUBMISSIONS ?= submissions
 
 .DEFAULT_GOAL := help
-.PHONY: help setup train notebooks regenerate-baselines test lint format bench clean
+.PHONY: help setup train notebooks regenerate-baselines test lint format bench clean \
+	release collect autograde feedback export
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-22s %s\n", $$1, $$2}'
@@ -36,6 +39,21 @@ train: setup ## train and score one model: MODEL=gpt|lstm|trigram|5gram BUDGET=q
 notebooks: setup ## build notebooks/ and grader/course/{source,release} from solutions/ (~30 s)
 	$(PY) -m transformer_lab.notebook_build
 
+release: setup ## grading: nbgrader source/ and release/ in grader/course/ from solutions/ (~15 s)
+	$(PY) -m grader release
+
+collect: setup ## grading: sort a folder or zip of downloaded notebooks into submitted/: SUBMISSIONS=path
+	$(PY) -m grader collect "$(SUBMISSIONS)"
+
+autograde: setup ## grading: preflight, execute in parallel, score: WORKERS=2 (one student: ~40 s on 2 cores)
+	$(PY) -m grader autograde --workers $(WORKERS)
+
+feedback: setup ## grading: HTML feedback per student in grader/course/feedback/, hidden tests left out
+	$(PY) -m grader feedback
+
+export: setup ## grading: the gradebook as CSV, grader/course/reports/grades.csv
+	$(PY) -m grader export
+
 test: setup ## run the tests (about 5 minutes on 2 CPU cores)
 	$(PY) -m pytest -q --durations=20
 
@@ -47,8 +65,8 @@ format: setup ## ruff: fix what can be fixed and format (seconds)
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
 
-bench: setup ## training tokens/s, ours vs a plain eager loop, CPU and GPU if present (~1 min)
-	$(PY) -m transformer_lab bench
+bench: setup ## tokens/s, chars/s, peak memory: ours vs a plain loop, CPU (+GPU); writes docs/bench/ (~2 min)
+	$(PY) -m transformer_lab bench --device $(DEVICE)
 
 clean: ## remove caches and build leftovers (keeps .venv)
 	rm -rf .pytest_cache .ruff_cache build *.egg-info

@@ -23,17 +23,3 @@ def test_smoke_training_prints_a_results_row():
     fields = lines[-1].split()
     assert fields[:4] == ["lstm", "350,593", "30", "8"]
     assert 2.0 < float(fields[5]) < 4.5  # test nats: trained a little from ln 65 = 4.17
-
-
-def test_bench_prints_both_models():
-    import contextlib
-    import io
-
-    from transformer_lab.bench import run_bench
-
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        run_bench(steps=1, device="cpu")
-    rows = [line.split() for line in out.getvalue().splitlines()[2:]]
-    assert [r[1] for r in rows] == ["gpt", "lstm"]
-    assert all(r[5].endswith("x") for r in rows)

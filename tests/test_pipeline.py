@@ -8,10 +8,13 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from transformer_lab import notebook_build
+from transformer_lab import notebook_build, pipeline
 from transformer_lab.pipeline import (
     BASELINES,
+    BudgetExceeded,
+    BudgetWarning,
     PipelineError,
+    budgets_for,
     run_pipeline,
     summarise_seeds,
     validate,
@@ -77,3 +80,101 @@ def test_a_failing_notebook_leaves_the_file_untouched(tmp_path):
     with pytest.raises(PipelineError, match="99_broken failed.*RuntimeError: boom"):
         run_pipeline("smoke", [0], "cpu", out, sources=[broken], workdir=tmp_path / "work")
     assert out.read_bytes() == before
+
+
+NOTEBOOKS = ["01_attention", "04_training", "05_heads"]
+
+
+def test_budgets():
+    assert budgets_for("smoke", "cpu", [0], NOTEBOOKS) == {}
+    assert budgets_for("quick", "cpu", [0, 1, 2], NOTEBOOKS) == {
+        "01_attention": 30,
+        "04_training": 900,  # 300 s a seed: notebook 04 trains every seed
+        "05_heads": 30,
+    }
+    assert budgets_for("full", "cpu", [0], NOTEBOOKS)["04_training"] == 1500
+    assert budgets_for("full", "cuda", [0, 1], NOTEBOOKS)["04_training"] == 240
+    assert budgets_for("quick", "cuda", [0], NOTEBOOKS)["04_training"] == 120
+
+
+def _quick_notebook(tmp_path: Path) -> Path:
+    source = tmp_path / "98_quick.py"
+    source.write_text('# %% [markdown]\n# # Quick\n\n# %% tags=["parameters"]\nMODE = "auto"\n')
+    return source
+
+
+def test_over_budget_writes_the_file_then_fails(tmp_path):
+    out = tmp_path / "baselines.json"
+    with pytest.raises(BudgetExceeded, match=r"98_quick: \d+\.\d s, budget 0 s") as raised:
+        run_pipeline(
+            "smoke",
+            [0],
+            "cpu",
+            out,
+            sources=[_quick_notebook(tmp_path)],
+            workdir=tmp_path / "work",
+            budgets={"98_quick": 0.0},
+        )
+    written = json.loads(out.read_text())  # the measurements are kept
+    validate(written)
+    p = written["runs"]["smoke/cpu"]["provenance"]
+    assert p["budgets_seconds"] == {"98_quick": 0.0} and p["over_budget"] == ["98_quick"]
+    assert raised.value.run["provenance"] == p
+
+
+def test_ignore_budgets_only_warns(tmp_path):
+    out = tmp_path / "baselines.json"
+    with pytest.warns(BudgetWarning, match="98_quick"):
+        run = run_pipeline(
+            "smoke",
+            [0],
+            "cpu",
+            out,
+            sources=[_quick_notebook(tmp_path)],
+            workdir=tmp_path / "work",
+            budgets={"98_quick": 0.0},
+            ignore_budgets=True,
+        )
+    assert run["provenance"]["over_budget"] == ["98_quick"] and out.is_file()
+
+
+def test_over_budget_exits_with_status_3(monkeypatch, capsys):
+    calls = []
+
+    def over(*args, ignore_budgets=False, **kwargs):
+        calls.append(ignore_budgets)
+        raise BudgetExceeded("OVER BUDGET: 04_training: 999.0 s, budget 900 s", {})
+
+    monkeypatch.setattr(pipeline, "run_pipeline", over)
+    with pytest.raises(SystemExit) as exited:
+        pipeline.main(["--mode", "quick"])
+    assert exited.value.code == pipeline.EXIT_OVER_BUDGET == 3
+    assert "04_training: 999.0 s, budget 900 s" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        pipeline.main(["--mode", "quick", "--ignore-budgets"])
+    assert calls == [False, True]
+
+
+def test_records_without_budget_fields_stay_valid():
+    run = {
+        "mode": "quick",
+        "device_class": "cpu",
+        "provenance": {
+            "git_commit": "x",
+            "git_dirty": False,
+            "date": "2026-01-01T00:00:00+00:00",
+            "device": "cpu",
+            "compute_capability": None,
+            "torch": "2",
+            "python": "3",
+            "precision": "fp32",
+            "mode": "quick",
+            "seeds": [0],
+            "batch_size": 16,
+            "steps": 1500,
+            "notebook_seconds": {},
+            "total_seconds": 1.0,
+        },
+        "results": {},
+    }
+    validate({"schema_version": 1, "runs": {"quick/cpu": run}})

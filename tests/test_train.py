@@ -2,7 +2,13 @@ import pytest
 import torch
 
 from transformer_lab import BUDGETS, CharLSTM, MiniGPT, budget_for, choose_lr, train_lm
-from transformer_lab.runtime import Budget, precision_for, resolve_mode
+from transformer_lab.runtime import (
+    Budget,
+    configure_cpu_threads,
+    physical_cores,
+    precision_for,
+    resolve_mode,
+)
 from transformer_lab.train import lr_at
 
 
@@ -58,3 +64,68 @@ def test_cpu_trains_in_fp32():
 def test_bad_schedule(corpus):
     with pytest.raises(ValueError, match="schedule"):
         train_lm(CharLSTM(), corpus, BUDGETS["grade"], lr=1e-3, schedule="step")
+
+
+TINY = Budget("tiny", 4, 3, 3, 1)
+
+
+def _train_lstm(corpus, make=CharLSTM, **kwargs):
+    torch.manual_seed(0)
+    return train_lm(make(), corpus, TINY, lr=1e-2, progress=False, **kwargs)
+
+
+def test_compile_that_raises_falls_back_to_eager(corpus, monkeypatch, capsys):
+    eager = _train_lstm(corpus)
+
+    def no_compiler(model):
+        raise RuntimeError("no C++ compiler found\nmore detail")
+
+    monkeypatch.setattr(torch, "compile", no_compiler)
+    history = _train_lstm(corpus, compile=True)
+    assert "torch.compile failed (RuntimeError: no C++ compiler found); training eagerly" in (
+        capsys.readouterr().out
+    )
+    assert not history.compiled and history.train_loss == eager.train_loss
+
+
+def test_compile_that_fails_at_the_first_step_falls_back_to_eager(corpus, monkeypatch, capsys):
+    eager = _train_lstm(corpus, MiniGPT)
+
+    def fails_when_called(model):
+        def compiled(x):
+            torch.rand(100)  # draws from the generator, as a half-run step would
+            raise RuntimeError("backend compiler failed")
+
+        return compiled
+
+    monkeypatch.setattr(torch, "compile", fails_when_called)
+    history = _train_lstm(corpus, MiniGPT, compile=True)  # dropout: the same masks as eager
+    assert "backend compiler failed" in capsys.readouterr().out
+    assert not history.compiled and history.train_loss == eager.train_loss
+
+
+def test_compile_that_works_is_used(corpus, monkeypatch):
+    calls = []
+
+    def traced(model):
+        def compiled(x):
+            calls.append(x.shape)
+            return model(x)
+
+        return compiled
+
+    monkeypatch.setattr(torch, "compile", traced)
+    history = _train_lstm(corpus, compile=True)
+    assert history.compiled and len(calls) == TINY.steps  # validation runs eagerly
+
+
+def test_cpu_threads_follow_physical_cores_unless_set(monkeypatch):
+    before = torch.get_num_threads()
+    try:
+        monkeypatch.setenv("OMP_NUM_THREADS", "1")
+        torch.set_num_threads(1)
+        assert configure_cpu_threads() == 1
+        monkeypatch.delenv("OMP_NUM_THREADS")
+        assert configure_cpu_threads() == physical_cores() >= 1
+    finally:
+        torch.set_num_threads(before)

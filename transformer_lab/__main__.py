@@ -2,7 +2,8 @@
 
 python -m transformer_lab train --model gpt --budget quick
 python -m transformer_lab train --model trigram
-python -m transformer_lab bench
+python -m transformer_lab bench                 # writes docs/bench/<device class>.md
+python -m transformer_lab bench --steps 5 --out -   # print only
 """
 
 from __future__ import annotations
@@ -14,7 +15,14 @@ from .data import load_corpus
 from .evaluate import Score, evaluate_gpt, evaluate_lstm, evaluate_ngram
 from .lstm import CharLSTM
 from .model import MiniGPT, count_parameters
-from .runtime import BUDGETS, budget_for, device_name, pick_device, set_seed
+from .runtime import (
+    BUDGETS,
+    budget_for,
+    configure_cpu_threads,
+    device_name,
+    pick_device,
+    set_seed,
+)
 from .train import DEFAULT_LR, choose_lr, train_lm
 
 LR_CANDIDATES = {"gpt": (1e-3, 2e-3, 4e-3, 8e-3), "lstm": (4e-3, 8e-3, 1.6e-2, 3.2e-2, 6.4e-2)}
@@ -100,15 +108,36 @@ def main(argv: list[str] | None = None) -> None:
     )
     train.add_argument("--device", default="auto", help="auto, cpu, cuda or mps")
     bench = commands.add_parser("bench", help="training throughput against a plain eager loop")
-    bench.add_argument("--steps", type=int, default=20)
-    bench.add_argument("--device", default="auto")
+    bench.add_argument("--steps", type=int, default=20, help="timed training steps per figure")
+    bench.add_argument("--device", default="auto", help="the CPU always, and this device")
+    bench.add_argument(
+        "--eval-chars",
+        type=int,
+        default=None,
+        help="test characters scored per evaluation figure (default: the whole test split)",
+    )
+    bench.add_argument(
+        "--out",
+        default=None,
+        help="markdown file to write (default docs/bench/<device class>.md; '-' writes none)",
+    )
+    bench.add_argument(
+        "--compile", action="store_true", help="also time our loop under torch.compile"
+    )
     args = parser.parse_args(argv)
+    configure_cpu_threads()
     if args.command == "train":
         train_command(args)
     else:
         from .bench import run_bench
 
-        run_bench(steps=args.steps, device=pick_device() if args.device == "auto" else args.device)
+        run_bench(
+            steps=args.steps,
+            device=pick_device() if args.device == "auto" else args.device,
+            eval_chars=args.eval_chars,
+            out=args.out,
+            compile=args.compile,
+        )
 
 
 if __name__ == "__main__":

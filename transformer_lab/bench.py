@@ -1,30 +1,60 @@
-"""`make bench`: training throughput of our loop against a plain eager loop, same model and run.
+"""`make bench`: training and evaluation throughput of our loop against a plain eager loop.
 
 The reference is the loop most tutorials write: batches built on the CPU from Python indices and
 copied to the device, the loss read with .item() every step, attention written out with an
-explicit mask tensor, fp32. Ours: the corpus resident on the device, batches sampled there, the
-loss read every few steps, PyTorch's fused attention kernel, the device's precision policy.
-Figures only; nothing here asserts a speed.
+explicit mask tensor, fp32. Ours: `train_lm` and `evaluate_gpt`/`evaluate_lstm` as the
+notebooks run them (the corpus resident on the device, batches sampled there, the loss read
+every few steps, PyTorch's fused attention kernel, the device's precision policy).
+
+Per device (the CPU always, and the GPU when there is one) and per model it measures training
+tokens/s, evaluation characters/s and peak memory of both loops, and the attention kernel
+against the explicit form at every precision the device runs natively. The tables are printed
+and written to docs/bench/<device class>.md with the machine, torch version, date and commit,
+so that no figure is typed into the docs by hand. Figures only; nothing here asserts a speed.
+
+    python -m transformer_lab bench                      # 20 timed steps per figure
+    python -m transformer_lab bench --steps 2 --eval-chars 500 --out -   # seconds; print only
+    python -m transformer_lab bench --compile            # also our loop under torch.compile
 """
 
 from __future__ import annotations
 
+import functools
 import math
+import multiprocessing
+import os
+import platform
 import random
+import subprocess
+import sys
 import time
+import traceback
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 
-from .data import load_corpus
-from .evaluate import evaluate_gpt
+from .baselines import device_class
+from .data import TEST_CHARS, VAL_END, Corpus, load_corpus
+from .evaluate import evaluate_gpt, evaluate_lstm, gpt_windows
 from .lstm import CharLSTM
 from .model import MiniGPT
-from .runtime import Budget, device_name, precision_for, set_seed
+from .runtime import Budget, Precision, device_name, physical_cores, precision_for, set_seed
 from .train import T_DEFAULT, train_lm
 
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs" / "bench"
 BATCH_SIZE = 16
+EVAL_BATCH_SIZE = 64  # evaluate_gpt's default
+LSTM_CHUNK = 4096  # evaluate_lstm's default
 LR = 2e-3
+WARMUP_STEPS = 3  # untimed steps first (fewer when fewer are timed): allocator, kernels, caches
+
+
+def _warmup(steps: int) -> int:
+    return max(1, min(WARMUP_STEPS, steps))
 
 
 def plain_attention(Q, K, V, allowed):
@@ -33,8 +63,12 @@ def plain_attention(Q, K, V, allowed):
     return A @ V, A
 
 
+# ---------------------------------------------------------------------------------------------
+# The two loops
+
+
 def reference_tokens_per_s(model, train_ids: torch.Tensor, steps: int, device) -> float:
-    """The plain loop. train_ids lives on the CPU, as a freshly loaded dataset would."""
+    """The plain training loop. train_ids lives on the CPU, as a freshly loaded dataset would."""
     model.to(device).train()
     opt = torch.optim.AdamW(model.parameters(), lr=LR)
     rng = random.Random(0)
@@ -50,7 +84,7 @@ def reference_tokens_per_s(model, train_ids: torch.Tensor, steps: int, device) -
         opt.step()
         return loss.item()
 
-    for _ in range(3):  # warm-up: allocator, kernels
+    for _ in range(_warmup(steps)):
         step()
     start = time.perf_counter()
     for _ in range(steps):
@@ -58,12 +92,89 @@ def reference_tokens_per_s(model, train_ids: torch.Tensor, steps: int, device) -
     return steps * BATCH_SIZE * T / (time.perf_counter() - start)
 
 
-def ours_tokens_per_s(model, corpus, steps: int) -> float:
-    train_lm(model, corpus, Budget("warm-up", BATCH_SIZE, 3, 3, 1), lr=LR, progress=False)
-    history = train_lm(
-        model, corpus, Budget("bench", BATCH_SIZE, steps, steps, 1), lr=LR, progress=False
-    )
-    return history.tokens_per_s
+def ours_tokens_per_s(
+    model, corpus: Corpus, steps: int, precision: Precision | None = None, compile: bool = False
+) -> tuple[float, bool]:
+    """`train_lm` itself, timed over `steps` after a warm-up run; and whether it compiled.
+
+    The timed run includes one validation batch at its end, as every run of ours does.
+    """
+    kwargs = {"lr": LR, "progress": False, "precision": precision, "compile": compile}
+    warmup = _warmup(steps)
+    train_lm(model, corpus, Budget("warm-up", BATCH_SIZE, warmup, warmup, 1), **kwargs)
+    history = train_lm(model, corpus, Budget("bench", BATCH_SIZE, steps, steps, 1), **kwargs)
+    return history.tokens_per_s, history.compiled
+
+
+@torch.no_grad()
+def reference_eval(model, ids: torch.Tensor, end: int, device) -> float:
+    """The plain scoring loop over [VAL_END, end) of the CPU tensor `ids`, the same windows (GPT)
+    or chunks with the state carried (LSTM) as ours: each batch copied from the CPU, its loss
+    read with .item(). Returns the mean nats."""
+    model.to(device).eval()
+    total = 0.0
+    if isinstance(model, CharLSTM):
+        state = None
+        for s in range(VAL_END, end, LSTM_CHUNK):
+            e = min(s + LSTM_CHUNK, end)
+            logits, state = model.step(ids[None, s - 1 : e - 1].to(device), state)
+            total += F.cross_entropy(logits[0], ids[s:e].to(device), reduction="sum").item()
+        return total / (end - VAL_END)
+    T = model.config.T_max
+    windows = gpt_windows(VAL_END, end, T)
+    for i in range(0, len(windows), EVAL_BATCH_SIZE):
+        batch = windows[i : i + EVAL_BATCH_SIZE]
+        x = torch.stack([ids[a : a + T] for a, _ in batch]).to(device)
+        y = torch.stack([ids[a + 1 : a + T + 1] for a, _ in batch]).to(device)
+        j0 = torch.tensor([j0 for _, j0 in batch])  # the first scored offset of each window
+        scored = (torch.arange(T)[None, :] >= j0[:, None]).to(device)  # (B, T)
+        nll = F.cross_entropy(model(x).transpose(1, 2), y, reduction="none")  # (B, T)
+        total += (nll * scored).sum().item()
+    return total / (end - VAL_END)
+
+
+def _test_prefix(corpus: Corpus, chars: int) -> Corpus:
+    """The corpus cut after `chars` test characters: evaluate_* then score only those."""
+    return Corpus(corpus.text, corpus.vocab, corpus.ids[: VAL_END + chars])
+
+
+# ---------------------------------------------------------------------------------------------
+# One measurement, and where it runs
+
+
+@dataclass(frozen=True)
+class Job:
+    what: str  # "train", "eval", or "idle" (the process with the corpus loaded, nothing else)
+    model: str = "gpt"  # "gpt" or "lstm"
+    loop: str = "ours"  # "ours" or "reference"
+    device: str = "cpu"
+    steps: int = 20
+    eval_chars: int = TEST_CHARS
+    precision: str | None = None  # ours: None = the device's policy, else "fp32", "bf16", "fp16"
+    attention: str = "sdpa"  # the GPT in our loop: "sdpa" (torch's kernel) or "explicit"
+    compile: bool = False
+    threads: int = 1
+
+
+@dataclass(frozen=True)
+class Figure:
+    rate: float  # tokens/s (train) or characters/s (eval)
+    peak_mib: float | None  # CPU: peak RSS of the process; CUDA: max_memory_allocated
+    compiled: bool = False
+
+
+@functools.lru_cache(maxsize=2)
+def _corpus(device: str) -> Corpus:
+    return load_corpus(device)
+
+
+def _peak_rss_mib() -> float | None:
+    try:
+        import resource
+    except ImportError:  # Windows
+        return None
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / 2**20 if sys.platform == "darwin" else peak / 2**10  # bytes there, KiB here
 
 
 def _synchronize(device: torch.device) -> None:
@@ -71,45 +182,358 @@ def _synchronize(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def _peak_memory_mb(device: torch.device) -> str:
-    if device.type != "cuda":
-        return "-"
-    return f"{torch.cuda.max_memory_allocated(device) / 2**20:,.0f}"
+def run_job(job: Job) -> Figure:
+    """Run one measurement in this process."""
+    dev = torch.device(job.device)
+    if dev.type == "cpu":
+        torch.set_num_threads(job.threads)
+    corpus = _corpus(job.device)
+    if job.what == "idle":
+        return Figure(0.0, _peak_rss_mib() if dev.type == "cpu" else None)
+    set_seed(0)
+    model = MiniGPT() if job.model == "gpt" else CharLSTM()
+    if job.model == "gpt" and (job.loop == "reference" or job.attention == "explicit"):
+        model.use_attention(plain_attention)
+    if dev.type == "cuda":
+        _synchronize(dev)
+        torch.cuda.reset_peak_memory_stats(dev)
+    rate, compiled = 0.0, False
+    if job.what == "train" and job.loop == "reference":
+        rate = reference_tokens_per_s(model, corpus.train.cpu(), job.steps, dev)
+    elif job.what == "train":
+        precision = Precision(job.precision, dev.type) if job.precision else None
+        rate, compiled = ours_tokens_per_s(model, corpus, job.steps, precision, job.compile)
+    elif job.what == "eval":
+        model.to(dev)
+        if job.loop == "reference":
+            ids = corpus.ids.cpu()
+            reference_eval(model, ids, VAL_END + min(200, job.eval_chars), dev)  # warm-up
+            start = time.perf_counter()
+            reference_eval(model, ids, VAL_END + job.eval_chars, dev)
+        else:
+            evaluate = evaluate_gpt if job.model == "gpt" else evaluate_lstm
+            evaluate(model, _test_prefix(corpus, min(200, job.eval_chars)))  # warm-up
+            start = time.perf_counter()
+            evaluate(model, _test_prefix(corpus, job.eval_chars))  # ends with .item(): synced
+        rate = job.eval_chars / (time.perf_counter() - start)
+    if dev.type == "cuda":
+        peak = torch.cuda.max_memory_allocated(dev) / 2**20
+    elif dev.type == "cpu":
+        peak = _peak_rss_mib()
+    else:
+        peak = None
+    return Figure(rate, peak, compiled)
 
 
-def run_bench(steps: int = 20, device: torch.device | str = "cpu") -> None:
-    devices = [torch.device("cpu")]
-    if torch.device(device).type != "cpu":
-        devices.append(torch.device(device))
-    print(f"training throughput, batch {BATCH_SIZE} x T {T_DEFAULT}, {steps} timed steps")
-    print(
-        f"{'device':<22} {'model':<5} {'precision':<9} {'reference tok/s':>15} "
-        f"{'ours tok/s':>11} {'ratio':>6} {'eval chars/s':>12} {'peak MiB':>9}"
+@functools.cache
+def _isolation_context():
+    # A forkserver that has imported torch and this module forks each measurement's process:
+    # every process starts from the same imports and nothing else, and no re-import per job.
+    # torch._dynamo too: the optimizer's first step imports it (and sympy), about 2 s.
+    if "forkserver" in multiprocessing.get_all_start_methods():
+        context = multiprocessing.get_context("forkserver")
+        context.set_forkserver_preload([__name__, "torch._dynamo"])
+        return context
+    return multiprocessing.get_context("spawn")
+
+
+def measure(job: Job) -> Figure:
+    """CPU: in a fresh process of its own; elsewhere in this one.
+
+    CPU memory has no per-measurement peak counter, so each CPU measurement runs alone in a
+    child process and reports that process's own high-water resident set (getrusage
+    RUSAGE_SELF ru_maxrss, read in the child at its end). The alternatives are worse: sampling
+    RSS misses short peaks between samples, and RUSAGE_CHILDREN in this process is the maximum
+    over every child waited for so far, so later figures could not be told apart. CUDA has
+    such a counter (max_memory_allocated after a reset), so GPU jobs run here and skip a CUDA
+    start-up per figure.
+    """
+    if torch.device(job.device).type != "cpu":
+        return run_job(job)
+    context = _isolation_context()
+    receive, send = context.Pipe(duplex=False)
+    child = context.Process(target=_run_and_send, args=(job, send), daemon=True)
+    child.start()
+    send.close()
+    try:
+        outcome = receive.recv()
+    except EOFError:
+        outcome = RuntimeError(f"the measurement process died (exit code {child.exitcode})")
+    finally:
+        child.join()
+        receive.close()
+    if isinstance(outcome, Exception):
+        raise outcome
+    return outcome
+
+
+def _run_and_send(job: Job, send) -> None:
+    try:
+        outcome = run_job(job)
+    except Exception:
+        outcome = RuntimeError(f"{job} failed:\n{traceback.format_exc()}")
+    send.send(outcome)
+    send.close()
+
+
+# ---------------------------------------------------------------------------------------------
+# The report
+
+
+def native_low_precisions(device: torch.device) -> list[str]:
+    """The reduced precisions the device computes natively, not by emulation."""
+    if device.type == "cuda":
+        major, _ = torch.cuda.get_device_capability(device)
+        return ["bf16", "fp16"] if major >= 8 else ["fp16"]  # a T4 (7.5) emulates bf16
+    if device.type == "cpu":
+        flags = _cpu_flags()
+        found = []
+        if flags & {"avx512_bf16", "amx_bf16"}:
+            found.append("bf16")
+        if flags & {"avx512_fp16", "amx_fp16"}:
+            found.append("fp16")
+        return found
+    return []
+
+
+def _cpu_info() -> dict[str, str]:
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return {}
+    info = {}
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        info.setdefault(key.strip(), value.strip())
+    return info
+
+
+def _cpu_flags() -> set[str]:
+    return set(_cpu_info().get("flags", "").split())
+
+
+def _git(*args: str) -> str:
+    try:
+        done = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True)
+    except OSError:
+        return ""
+    return done.stdout.strip() if done.returncode == 0 else ""
+
+
+def _machine(devices: list[torch.device], threads: int) -> str:
+    cpu = _cpu_info().get("model name") or platform.processor() or platform.machine()
+    line = (
+        f"{cpu}, {len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else '?'} "
+        f"CPUs available ({physical_cores()} physical cores); torch threads: {threads}"
     )
     for dev in devices:
-        corpus = load_corpus(dev)
-        cpu_train = corpus.train.cpu()
+        if dev.type == "cuda":
+            major, minor = torch.cuda.get_device_capability(dev)
+            line += f"; GPU {device_name(dev)} (compute capability {major}.{minor})"
+        elif dev.type != "cpu":
+            line += f"; {dev.type}"
+    return line
+
+
+def _mib(figure: Figure) -> str:
+    return "-" if figure.peak_mib is None else f"{figure.peak_mib:,.0f}"
+
+
+def _table(header: list[str], left: int = 2) -> list[str]:
+    """A markdown table's header: the first `left` columns are text, the rest figures."""
+    align = ["---"] * left + ["---:"] * (len(header) - left)
+    return [_row(header), "|" + "|".join(align) + "|"]
+
+
+def _row(cells: list[str]) -> str:
+    return "| " + " | ".join(cells) + " |"
+
+
+def run_bench(
+    steps: int = 20,
+    device: torch.device | str = "cpu",
+    eval_chars: int | None = None,
+    out: str | Path | None = None,
+    compile: bool = False,
+) -> str:
+    """Measure, print the tables as they fill, write them to `out`; return the markdown.
+
+    out: None -> docs/bench/<device class of `device`>.md; "-" -> no file.
+    """
+    requested = torch.device(device)
+    devices = [torch.device("cpu")] + ([requested] if requested.type != "cpu" else [])
+    eval_chars = TEST_CHARS if eval_chars is None else max(1, min(eval_chars, TEST_CHARS))
+    threads = torch.get_num_threads()
+    lines: list[str] = []
+
+    def emit(*new: str) -> None:
+        for line in new:
+            lines.append(line)
+            print(line, flush=True)
+
+    def job(what: str, dev: torch.device, **kw) -> Figure:
+        return measure(
+            Job(what, device=str(dev), steps=steps, eval_chars=eval_chars, threads=threads, **kw)
+        )
+
+    commit = _git("rev-parse", "--short=10", "HEAD") or "unknown"
+    if _git("status", "--porcelain", "--untracked-files=no"):
+        commit += " (with uncommitted changes)"
+    idle = job("idle", devices[0])
+    emit(
+        "# Throughput: our loop against a plain eager loop",
+        "",
+        "Written by `python -m transformer_lab bench"
+        + (f" --steps {steps}" if steps != 20 else "")
+        + (f" --eval-chars {eval_chars}" if eval_chars != TEST_CHARS else "")
+        + (" --compile" if compile else "")
+        + "`; rerun it rather than edit these figures.",
+        "",
+        f"- date: {datetime.now(timezone.utc).isoformat(timespec='seconds')}",
+        f"- machine: {_machine(devices, threads)}",
+        f"- torch {torch.__version__}, Python {platform.python_version()}, commit {commit}",
+        f"- training: batch {BATCH_SIZE} x T {T_DEFAULT}, lr {LR:g}, {steps} timed steps after "
+        f"{_warmup(steps)} warm-up steps, a fresh model each (mini-GPT 824,897 parameters, "
+        "LSTM 350,593)",
+        "- reference: batches built on the CPU and copied, loss `.item()` every step, explicit "
+        "mask attention, fp32. Ours: `train_lm`, `evaluate_gpt`, `evaluate_lstm`.",
+        "- peak MiB: on the CPU, the peak resident memory of a fresh process that ran that "
+        f"measurement alone (Python, torch and the corpus alone: {_mib(idle)} MiB); on a GPU, "
+        "`torch.cuda.max_memory_allocated` (device memory).",
+        "",
+        "## Training (tokens/s)",
+        "",
+    )
+    emit(
+        *_table(
+            [
+                "device",
+                "model",
+                "ours: precision",
+                "reference tok/s",
+                "ours tok/s",
+                "ours / reference",
+                "reference peak MiB",
+                "ours peak MiB",
+            ],
+            left=3,
+        )
+    )
+    ours_train = {}
+    for dev in devices:
         for name in ("gpt", "lstm"):
-            set_seed(0)
-            reference_model = (
-                MiniGPT().use_attention(plain_attention) if name == "gpt" else CharLSTM()
+            ref = job("train", dev, model=name, loop="reference")
+            ours = ours_train[dev, name] = job("train", dev, model=name)
+            emit(
+                _row(
+                    [
+                        device_name(dev),
+                        name,
+                        precision_for(dev).name,
+                        f"{ref.rate:,.0f}",
+                        f"{ours.rate:,.0f}",
+                        f"{ours.rate / ref.rate:.2f}x",
+                        _mib(ref),
+                        _mib(ours),
+                    ]
+                )
             )
-            reference = reference_tokens_per_s(reference_model, cpu_train, steps, dev)
-            set_seed(0)
-            model = MiniGPT() if name == "gpt" else CharLSTM()
-            if dev.type == "cuda":
-                torch.cuda.reset_peak_memory_stats(dev)
-            ours = ours_tokens_per_s(model, corpus, steps)
-            peak = _peak_memory_mb(dev)
-            eval_rate = "-"
-            if name == "gpt":
-                _synchronize(dev)
-                start = time.perf_counter()
-                score = evaluate_gpt(model, corpus)
-                eval_rate = f"{score.n_chars / (time.perf_counter() - start):,.0f}"
-            print(
-                f"{device_name(dev):<22} {name:<5} {precision_for(dev).name:<9} "
-                f"{reference:>15,.0f} {ours:>11,.0f} {ours / reference:>5.2f}x "
-                f"{eval_rate:>12} {peak:>9}",
-                flush=True,
+    emit("", f"## Evaluation (characters/s, the first {eval_chars:,} test characters, fp32)", "")
+    emit(
+        *_table(
+            [
+                "device",
+                "model",
+                "reference chars/s",
+                "ours chars/s",
+                "ours / reference",
+                "reference peak MiB",
+                "ours peak MiB",
+            ]
+        )
+    )
+    for dev in devices:
+        for name in ("gpt", "lstm"):
+            ref = job("eval", dev, model=name, loop="reference")
+            ours = job("eval", dev, model=name)
+            emit(
+                _row(
+                    [
+                        device_name(dev),
+                        name,
+                        f"{ref.rate:,.0f}",
+                        f"{ours.rate:,.0f}",
+                        f"{ours.rate / ref.rate:.2f}x",
+                        _mib(ref),
+                        _mib(ours),
+                    ]
+                )
             )
+    emit(
+        "",
+        "## Attention: `F.scaled_dot_product_attention` against the explicit form "
+        "(mini-GPT training in our loop, tokens/s)",
+        "",
+        "Every precision the device computes natively; emulated ones are left out.",
+        "",
+    )
+    emit(
+        *_table(
+            [
+                "device",
+                "precision",
+                "explicit tok/s",
+                "SDPA tok/s",
+                "SDPA / explicit",
+                "explicit peak MiB",
+                "SDPA peak MiB",
+            ]
+        )
+    )
+    for dev in devices:
+        for precision in ["fp32", *native_low_precisions(dev)]:
+            explicit = job("train", dev, precision=precision, attention="explicit")
+            sdpa = job("train", dev, precision=precision)
+            emit(
+                _row(
+                    [
+                        device_name(dev),
+                        precision,
+                        f"{explicit.rate:,.0f}",
+                        f"{sdpa.rate:,.0f}",
+                        f"{sdpa.rate / explicit.rate:.2f}x",
+                        _mib(explicit),
+                        _mib(sdpa),
+                    ]
+                )
+            )
+    if compile:
+        emit(
+            "",
+            "## torch.compile (our loop, tokens/s after the warm-up, which includes compiling)",
+            "",
+        )
+        emit(*_table(["device", "model", "eager tok/s", "compiled tok/s", "compiled / eager"]))
+        for dev in devices:
+            for name in ("gpt", "lstm"):
+                eager = ours_train[dev, name]
+                compiled = job("train", dev, model=name, compile=True)
+                ratio = f"{compiled.rate / eager.rate:.2f}x"
+                emit(
+                    _row(
+                        [
+                            device_name(dev),
+                            name,
+                            f"{eager.rate:,.0f}",
+                            f"{compiled.rate:,.0f}" if compiled.compiled else "failed: eager",
+                            ratio if compiled.compiled else "-",
+                        ]
+                    )
+                )
+    text = "\n".join(lines) + "\n"
+    if out != "-":
+        path = Path(out) if out is not None else DOCS / f"{device_class(requested)}.md"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        print(f"\nwrote {path}")
+    return text

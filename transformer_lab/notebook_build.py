@@ -18,7 +18,6 @@ import argparse
 import copy
 import os
 import re
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -168,26 +167,33 @@ def workshop_notebook(source_nb):
     return nb
 
 
+def nbgrader_api(course: Path):
+    """nbgrader's own API on `course`, configured by grader/nbgrader_config.py (one start-up for
+    any number of commands, where each `nbgrader` command line pays several seconds)."""
+    from nbgrader.apps import NbGraderAPI
+    from nbgrader.coursedir import CourseDirectory
+    from traitlets.config.loader import PyFileConfigLoader
+
+    # nbgrader runs `alembic` to create a gradebook: put this interpreter's scripts on the PATH.
+    scripts = str(Path(sys.executable).parent)
+    if scripts not in os.environ["PATH"].split(os.pathsep):
+        os.environ["PATH"] = f"{scripts}{os.pathsep}{os.environ['PATH']}"
+    config = PyFileConfigLoader(
+        NBGRADER_CONFIG.name, path=str(NBGRADER_CONFIG.parent)
+    ).load_config()
+    config.CourseDirectory.root = str(Path(course).resolve())
+    return NbGraderAPI(CourseDirectory(config=config), config=config)
+
+
 def release(names: list[str], course: Path) -> None:
     """The graded release, by nbgrader itself: no solutions, no hidden tests."""
-    # nbgrader runs `alembic` for its gradebook: put this interpreter's scripts on the PATH.
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    api = nbgrader_api(course)
     for name in names:
-        subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "nbgrader",
-                "generate_assignment",
-                name,
-                "--force",
-                f"--CourseDirectory.root={course}",
-                "--log-level=WARN",
-            ],
-            check=True,
-            cwd=NBGRADER_CONFIG.parent,  # nbgrader reads nbgrader_config.py from here
-            env=env,
-        )
+        result = api.generate_assignment(name, force=True)
+        if not result["success"]:
+            raise RuntimeError(
+                f"nbgrader generate_assignment {name} failed:\n{result['log']}{result['error']}"
+            )
 
 
 def write(nb, path: Path) -> None:

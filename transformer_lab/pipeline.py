@@ -6,6 +6,12 @@ measurements in one results file, and the merge writes data/baselines.json atomi
 
 A failing notebook stops the run with its name and cell, and leaves data/baselines.json as it
 was. Executed notebooks are kept in build/pipeline/<mode>-<device class>/ for inspection.
+
+Time budgets (`budgets_for`): each notebook's wall time is checked against its budget after the
+run. A run over budget still writes data/baselines.json (its measurements are kept, and its
+provenance lists `over_budget`), then stops with a message naming each notebook, its time and
+its budget: `run_pipeline` raises BudgetExceeded, and the command line exits with status 3.
+`--ignore-budgets` turns that failure into a warning. Exit status 1: a notebook failed.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -36,8 +43,55 @@ WORKDIR = ROOT / "build" / "pipeline"
 EMPTY = {"schema_version": 1, "runs": {}}
 
 
+# Wall-time budgets in seconds. Notebook 04 trains every seed inside one execution, so its
+# budget is per seed; every other notebook gets NOTEBOOK_SECONDS on any device. Smoke runs have
+# none. MPS is held to the CPU's budgets.
+TRAINING_NOTEBOOK = "04_training"
+TRAINING_SECONDS_PER_SEED = {("quick", "cpu"): 300, ("full", "cpu"): 1500, "cuda": 120}
+NOTEBOOK_SECONDS = 30
+EXIT_OVER_BUDGET = 3
+
+
 class PipelineError(RuntimeError):
     pass
+
+
+class BudgetExceeded(PipelineError):
+    """A notebook ran past its time budget. Raised after data/baselines.json was written."""
+
+    def __init__(self, message: str, run: dict):
+        super().__init__(message)
+        self.run = run
+
+
+class BudgetWarning(UserWarning):
+    """A notebook ran past its time budget, and the run was told to ignore budgets."""
+
+
+def budgets_for(mode: str, device, seeds: list[int], notebooks: list[str]) -> dict[str, float]:
+    """{notebook: seconds}: 04_training 300 s a seed (quick) or 1500 s (full) on a CPU, 120 s a
+    seed on a CUDA GPU in any mode; every other notebook 30 s; smoke mode: no budgets."""
+    if mode == "smoke":
+        return {}
+    device = torch.device(device)
+    per_seed = TRAINING_SECONDS_PER_SEED["cuda" if device.type == "cuda" else (mode, "cpu")]
+    return {
+        name: per_seed * len(seeds) if name == TRAINING_NOTEBOOK else NOTEBOOK_SECONDS
+        for name in notebooks
+    }
+
+
+def over_budget_message(run: dict, out: Path) -> str:
+    p = run["provenance"]
+    lines = [f"OVER BUDGET: {len(p['over_budget'])} notebook(s) ran past their time budget"]
+    for name in p["over_budget"]:
+        seconds, budget = p["notebook_seconds"][name], p["budgets_seconds"][name]
+        lines.append(
+            f"  {name}: {seconds:.1f} s, budget {budget:g} s "
+            f"({run['mode']} on {p['device']}, {len(p['seeds'])} seed(s))"
+        )
+    lines.append(f"The measurements were written to {out} all the same.")
+    return "\n".join(lines)
 
 
 def validate(baselines: dict) -> None:
@@ -72,6 +126,8 @@ def provenance(mode: str, seeds: list[int], device: torch.device) -> dict:
         "steps": budget.steps,
         "notebook_seconds": {},
         "total_seconds": 0.0,
+        "budgets_seconds": {},
+        "over_budget": [],
     }
 
 
@@ -125,8 +181,15 @@ def run_pipeline(
     out: Path = BASELINES,
     sources: list[Path] | None = None,
     workdir: Path = WORKDIR,
+    budgets: dict[str, float] | None = None,
+    ignore_budgets: bool = False,
 ) -> dict:
-    """Execute the notebooks, merge their measurements into `out`, return the new run."""
+    """Execute the notebooks, merge their measurements into `out`, return the new run.
+
+    budgets: {notebook: seconds}, default `budgets_for(mode, device, seeds, notebooks)`; a
+    notebook not in it has no budget. Over budget, the file is written and then BudgetExceeded
+    is raised, or with ignore_budgets a BudgetWarning is issued and the run returned.
+    """
     device = resolve_device(device)
     mode = resolve_mode(mode, device)
     if mode == "grade":
@@ -143,13 +206,24 @@ def run_pipeline(
         "provenance": provenance(mode, seeds, device),
     }
     parameters = {"MODE": mode, "SEEDS": seeds, "DEVICE": str(device), "RESULTS": str(results_path)}
+    sources = list(sources or notebook_build.sources())
+    if budgets is None:
+        budgets = budgets_for(mode, device, seeds, [s.stem for s in sources])
+    p = run["provenance"]
+    p["budgets_seconds"] = {s.stem: budgets[s.stem] for s in sources if s.stem in budgets}
     start = time.perf_counter()
-    for source in sources or notebook_build.sources():
+    for source in sources:
         print(f"[{key}] running {source.stem} ...", flush=True)
         seconds = _execute(source, workdir, parameters)
-        run["provenance"]["notebook_seconds"][source.stem] = round(seconds, 1)
-        print(f"[{key}] {source.stem} done in {seconds:.0f} s", flush=True)
-    run["provenance"]["total_seconds"] = round(time.perf_counter() - start, 1)
+        p["notebook_seconds"][source.stem] = round(seconds, 1)
+        budget = p["budgets_seconds"].get(source.stem)
+        limit = ""
+        if budget is not None:
+            limit = f" (budget {budget:g} s{', OVER' if seconds > budget else ''})"
+        print(f"[{key}] {source.stem} done in {seconds:.0f} s{limit}", flush=True)
+        if budget is not None and seconds > budget:
+            p["over_budget"].append(source.stem)
+    p["total_seconds"] = round(time.perf_counter() - start, 1)
     results = json.loads(results_path.read_text()) if results_path.is_file() else {}
     results["rows"] = summarise_seeds(results.get("rows", {}))
     run["results"] = results
@@ -164,6 +238,11 @@ def run_pipeline(
         json.dump(baselines, tmp, indent=2)
         tmp.write("\n")
     os.replace(tmp.name, out)
+    if p["over_budget"]:
+        message = over_budget_message(run, out)
+        if not ignore_budgets:
+            raise BudgetExceeded(message, run)
+        warnings.warn(message, BudgetWarning, stacklevel=2)
     return run
 
 
@@ -175,16 +254,30 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seeds", default="0", help="comma-separated training seeds, e.g. 0,1,2")
     parser.add_argument("--device", default="auto", help="auto, cpu, cuda or mps")
     parser.add_argument("--out", type=Path, default=BASELINES)
+    parser.add_argument(
+        "--ignore-budgets",
+        action="store_true",
+        help="a notebook over its time budget warns instead of failing the run (exit status 3)",
+    )
     args = parser.parse_args(argv)
     seeds = [int(s) for s in args.seeds.split(",")]
     try:
-        run = run_pipeline(args.mode, seeds, args.device, args.out)
+        run = run_pipeline(
+            args.mode, seeds, args.device, args.out, ignore_budgets=args.ignore_budgets
+        )
+    except BudgetExceeded as err:
+        print(f"regenerate-baselines: {err}", file=sys.stderr)
+        print("Pass --ignore-budgets to record such a run without failing.", file=sys.stderr)
+        sys.exit(EXIT_OVER_BUDGET)
     except PipelineError as err:
         sys.exit(f"regenerate-baselines stopped: {err}")
     p = run["provenance"]
     print(f"wrote {args.out}: {run['mode']}/{run['device_class']} in {p['total_seconds']:.0f} s")
     for name, seconds in p["notebook_seconds"].items():
-        print(f"  {name:<16} {seconds:>7.1f} s")
+        budget = p["budgets_seconds"].get(name)
+        limit = f"   budget {budget:g} s" if budget is not None else ""
+        over = "  OVER BUDGET" if name in p["over_budget"] else ""
+        print(f"  {name:<16} {seconds:>7.1f} s{limit}{over}")
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ import contextlib
 import os
 import random
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -104,10 +105,50 @@ def device_name(device: torch.device | str) -> str:
     return device.type
 
 
+THREADS_ENV = "OMP_NUM_THREADS"
+
+
+def physical_cores() -> int:
+    """Physical cores among the CPUs this process may run on (hyperthread siblings count once).
+
+    Linux: the process's CPU affinity and each CPU's (package, core) ids in /sys. Elsewhere, or
+    where /sys is not readable: psutil's physical count where psutil is installed, else the
+    logical CPU count.
+    """
+    try:
+        cpus = sorted(os.sched_getaffinity(0))
+        cores = set()
+        for cpu in cpus:
+            topology = Path(f"/sys/devices/system/cpu/cpu{cpu}/topology")
+            package = (topology / "physical_package_id").read_text().strip()
+            cores.add((package, (topology / "core_id").read_text().strip()))
+        return max(1, len(cores))
+    except (AttributeError, OSError):
+        pass
+    try:
+        import psutil
+
+        return max(1, psutil.cpu_count(logical=False) or os.cpu_count() or 1)
+    except ImportError:
+        return max(1, os.cpu_count() or 1)
+
+
+def configure_cpu_threads() -> int:
+    """torch's CPU threads = physical cores, unless the user set OMP_NUM_THREADS; returns them.
+
+    A thread on a hyperthread sibling shares its core's FMA units with the first, so
+    matmul-bound training gains little from it and pays for the extra synchronisation.
+    """
+    if not os.environ.get(THREADS_ENV):
+        torch.set_num_threads(physical_cores())
+    return torch.get_num_threads()
+
+
 def start_notebook(mode: str = "auto", device: str = "auto") -> tuple[torch.device, Budget]:
     """A notebook's first lines: resolve the device and the budget, seed torch, say what runs."""
     device = resolve_device(device)
     budget = budget_for(mode, device)
+    configure_cpu_threads()
     torch.manual_seed(0)
     print(
         f"torch {torch.__version__} on {device_name(device)} ({precision_for(device).name}); "

@@ -1,0 +1,1 @@
+"""Grading tools for instructors: release, collect, autograde, feedback, export (nbgrader)."""

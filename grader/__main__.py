@@ -1,0 +1,102 @@
+"""`python -m grader COMMAND`: the instructor's grading workflow on top of nbgrader.
+
+    python -m grader release                 source/ and release/ from solutions/
+    python -m grader collect SUBMISSIONS     a folder or zip of downloads -> submitted/
+    python -m grader autograde --workers 2   preflight, execute, score -> gradebook
+    python -m grader feedback                HTML per student, hidden tests left out
+    python -m grader export                  reports/grades.csv
+
+Every command takes --course (default grader/course) and writes its report to reports/.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from . import autograde as grading
+from . import collect as collecting
+from .course import COURSE, GradingError, assignments, nbgrader
+
+
+def release(course: Path) -> list[str]:
+    from transformer_lab import notebook_build
+
+    names = []
+    for path in notebook_build.sources():
+        target = course / "source" / path.stem / f"{path.stem}.ipynb"
+        notebook_build.write(notebook_build.source_notebook(path), target)
+        names.append(path.stem)
+    notebook_build.release(names, course)
+    return names
+
+
+def feedback(course: Path) -> None:
+    from transformer_lab.notebook_build import nbgrader_api
+
+    api = nbgrader_api(course)
+    for name in assignments(course):
+        if any((course / "autograded").glob(f"*/{name}/{name}.ipynb")):
+            result = api.generate_feedback(name, force=True)
+            if not result["success"]:
+                raise GradingError(f"feedback for {name} failed:\n{result['error']}")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--course", type=Path, default=COURSE, help="the nbgrader course folder")
+    commands = parser.add_subparsers(dest="command", required=True)
+    commands.add_parser("release", help="build source/ and release/ from solutions/")
+    collect = commands.add_parser("collect", help="sort downloaded notebooks into submitted/")
+    collect.add_argument("submissions", type=Path, help="a folder or a zip file")
+    auto = commands.add_parser("autograde", help="grade everything in submitted/")
+    auto.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    auto.add_argument("--cell-timeout", type=int, default=grading.CELL_TIMEOUT, help="seconds")
+    auto.add_argument("--notebook-timeout", type=int, default=grading.NOTEBOOK_TIMEOUT)
+    auto.add_argument("--memory-gb", type=float, default=grading.MEMORY_GB)
+    auto.add_argument("--force", action="store_true", help="regrade unchanged submissions too")
+    auto.add_argument("--student", nargs="+", help="only these students")
+    auto.add_argument("--assignment", nargs="+", help="only these notebooks")
+    commands.add_parser("feedback", help="HTML feedback in feedback/, hidden tests left out")
+    export = commands.add_parser("export", help="the gradebook as CSV")
+    export.add_argument("--to", type=Path, help="default: COURSE/reports/grades.csv")
+    args = parser.parse_args(argv)
+    course = args.course.resolve()
+    reports = course / "reports"
+    try:
+        if args.command == "release":
+            print(f"released {', '.join(release(course))} in {course / 'release'}")
+        elif args.command == "collect":
+            found = collecting.collect(args.submissions, course)
+            reports.mkdir(parents=True, exist_ok=True)
+            (reports / "collect.md").write_text(collecting.report(found), encoding="utf-8")
+            print(collecting.report(found))
+        elif args.command == "autograde":
+            outcomes = grading.autograde(
+                course,
+                workers=args.workers,
+                cell_timeout=args.cell_timeout,
+                notebook_timeout=args.notebook_timeout,
+                memory_gb=args.memory_gb,
+                force=args.force,
+                students=args.student,
+                only=args.assignment,
+            )
+            print(grading.report(outcomes))
+            print(f"report: {reports / 'autograde.md'}")
+        elif args.command == "feedback":
+            feedback(course)
+            print(f"feedback in {course / 'feedback'}")
+        elif args.command == "export":
+            target = (args.to or reports / "grades.csv").resolve()
+            target.parent.mkdir(parents=True, exist_ok=True)
+            nbgrader(course, "export", f"--to={target}")
+            print(f"wrote {target}")
+    except GradingError as err:
+        sys.exit(f"grader {args.command}: {err}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,91 @@
+"""`make bench` end to end at one timed step: the tables' rows and columns, never the speeds."""
+
+import pytest
+import torch
+
+from transformer_lab import CharLSTM, MiniGPT
+from transformer_lab.bench import (
+    native_low_precisions,
+    plain_attention,
+    reference_eval,
+    run_bench,
+)
+from transformer_lab.data import VAL_END, Corpus
+from transformer_lab.evaluate import evaluate_gpt, evaluate_lstm
+
+
+def _table(text: str, heading: str) -> list[list[str]]:
+    """The rows (header first) of the markdown table under the heading starting `heading`."""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(f"## {heading}"))
+    rows = []
+    for line in lines[start + 1 :]:
+        if line.startswith("## "):
+            break
+        if line.startswith("|") and not line.startswith("|---"):
+            rows.append([cell.strip() for cell in line.strip("|").split("|")])
+    return rows
+
+
+@pytest.mark.slow  # about 10 s on 2 CPU cores: a dozen measurement processes
+def test_bench_writes_the_tables(tmp_path, capsys):
+    out = tmp_path / "bench" / "cpu.md"
+    text = run_bench(steps=1, device="cpu", eval_chars=300, out=out)
+    assert out.read_text() == text
+    assert capsys.readouterr().out.startswith(text)
+    for fact in ("- date: ", "- machine: ", f"torch {torch.__version__}", "commit "):
+        assert fact in text
+
+    training = _table(text, "Training")
+    assert training[0] == [
+        "device",
+        "model",
+        "ours: precision",
+        "reference tok/s",
+        "ours tok/s",
+        "ours / reference",
+        "reference peak MiB",
+        "ours peak MiB",
+    ]
+    assert [(r[0], r[1], r[2]) for r in training[1:]] == [
+        ("cpu", "gpt", "fp32"),
+        ("cpu", "lstm", "fp32"),
+    ]
+    evaluation = _table(text, "Evaluation")
+    assert evaluation[0][2:5] == ["reference chars/s", "ours chars/s", "ours / reference"]
+    assert [r[1] for r in evaluation[1:]] == ["gpt", "lstm"]
+    attention = _table(text, "Attention")
+    assert attention[0][1:5] == ["precision", "explicit tok/s", "SDPA tok/s", "SDPA / explicit"]
+    assert [r[1] for r in attention[1:]] == ["fp32", *native_low_precisions(torch.device("cpu"))]
+    for row in training[1:] + evaluation[1:] + attention[1:]:
+        assert all(float(cell.rstrip("x").replace(",", "")) > 0 for cell in row[-5:])
+
+
+def test_no_file_with_dash(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    import transformer_lab.bench as bench
+
+    monkeypatch.setattr(bench, "DOCS", tmp_path / "docs")
+    monkeypatch.setattr(bench, "measure", lambda job: bench.Figure(1.0, 1.0))
+    run_bench(steps=1, out="-")
+    assert not (tmp_path / "docs").exists()
+    run_bench(steps=1)  # default: docs/bench/<device class>.md
+    assert (tmp_path / "docs" / "cpu.md").is_file()
+
+
+@pytest.mark.parametrize("make", [MiniGPT, CharLSTM])
+def test_the_reference_scores_what_ours_scores(corpus, make):
+    """The plain evaluation loop is timed on the same characters and gives the same nats."""
+    model = make().eval()
+    reference = model if make is CharLSTM else MiniGPT().eval().use_attention(plain_attention)
+    if make is MiniGPT:
+        reference.load_state_dict(model.state_dict())
+    prefix = Corpus(corpus.text, corpus.vocab, corpus.ids[: VAL_END + 500])
+    ours = (evaluate_gpt if make is MiniGPT else evaluate_lstm)(model, prefix)
+    assert reference_eval(reference, corpus.ids, VAL_END + 500, "cpu") == pytest.approx(
+        ours.nats, abs=1e-4
+    )
+
+
+def test_cpu_precisions_are_native_only():
+    assert set(native_low_precisions(torch.device("cpu"))) <= {"bf16", "fp16"}

@@ -1,0 +1,332 @@
+"""End to end: release, fabricated submissions (good, broken, hostile), collect, autograde with
+two workers, export; every student's score asserted exactly."""
+
+from __future__ import annotations
+
+import copy
+import csv
+import json
+import re
+import sqlite3
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from grader import collect, preflight
+from grader.autograde import autograde
+from grader.course import release_notebook
+
+ROOT = Path(__file__).resolve().parents[1]
+NAMES = ["01_attention", "02_causal_mask", "03_positions", "04_training", "05_heads", "06_stretch"]
+MARKER = re.compile(r"^[ \t]*### (BEGIN|END) SOLUTION[ \t]*\n", re.MULTILINE)
+
+WRONG_ATTENTION = """def scaled_dot_product_attention(Q, K, V, allowed=None):
+    scores = Q @ K.transpose(-2, -1)  # not divided by sqrt(d_k)
+    if allowed is not None:
+        scores = scores.masked_fill(~allowed, float("-inf"))
+    A = torch.softmax(scores, dim=-1)
+    return A @ V, A
+"""
+LOOPING_ATTENTION = """def scaled_dot_product_attention(Q, K, V, allowed=None):
+    while True:
+        pass
+"""
+HOG_ATTENTION = """def scaled_dot_product_attention(Q, K, V, allowed=None):
+    hog = torch.ones(10**12)  # 4 TB
+    return hog, hog
+"""
+ALWAYS_EQUAL = """class Anything(torch.Tensor):
+    def __eq__(self, other):
+        return True
+
+    def allclose(self, *args, **kwargs):
+        return True
+
+
+def scaled_dot_product_attention(Q, K, V, allowed=None):
+    shape = (*Q.shape[:-1], V.shape[-1])
+    return torch.zeros(shape).as_subclass(Anything), torch.zeros(Q.shape[:-1] + K.shape[-2:-1])
+"""
+PATCHED_ALLCLOSE = "torch.allclose = lambda *args, **kwargs: True\n\n" + WRONG_ATTENTION
+SNOOP = """import os
+import pathlib
+
+here = pathlib.Path.cwd()
+hits = [p for d in (here, *here.parents) for p in d.glob("*")
+        if p.name in ("gradebook.db", "source", "autograded", "submitted")]
+hits += [v for v in os.environ.values() if "gradebook" in v or "course" in v]
+for hit in hits:
+    try:
+        pathlib.Path(hit).write_text("overwritten")
+    except OSError:
+        pass
+print("snoop found", [str(h) for h in hits] or "nothing")
+
+
+"""
+
+
+def _text(cell) -> str:
+    return "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+
+
+@pytest.fixture(scope="module")
+def course(tmp_path_factory) -> Path:
+    course = tmp_path_factory.mktemp("course")
+    subprocess.run(
+        [sys.executable, "-m", "grader", "--course", str(course), "release"], check=True, cwd=ROOT
+    )
+    return course
+
+
+def perfect(course: Path, name: str) -> dict:
+    """The release with every exercise cell filled in with the solution."""
+    release = json.loads((course / "release" / name / f"{name}.ipynb").read_text())
+    source = json.loads((course / "source" / name / f"{name}.ipynb").read_text())
+    solutions = {
+        c["metadata"]["nbgrader"]["grade_id"]: MARKER.sub("", _text(c))
+        for c in source["cells"]
+        if c["metadata"].get("nbgrader", {}).get("solution")
+    }
+    for cell in release["cells"]:
+        meta = cell["metadata"].get("nbgrader", {})
+        if meta.get("solution"):
+            cell["source"] = solutions[meta["grade_id"]]
+    return release
+
+
+def untouched(course: Path, name: str) -> dict:
+    return json.loads((course / "release" / name / f"{name}.ipynb").read_text())
+
+
+def cell_of(nb: dict, grade_id: str) -> dict:
+    (cell,) = [
+        c for c in nb["cells"] if c["metadata"].get("nbgrader", {}).get("grade_id") == grade_id
+    ]
+    return cell
+
+
+def with_attention(course: Path, source: str) -> dict:
+    nb = perfect(course, "01_attention")
+    cell_of(nb, "ex1_attention")["source"] = source
+    return nb
+
+
+def colab_shaped(nb: dict) -> dict:
+    """What Colab's File > Download gives: nbformat 4.0, no cell ids, its metadata, outputs."""
+    nb = copy.deepcopy(nb)
+    nb["nbformat_minor"] = 0
+    nb["metadata"] = {"colab": {"provenance": [], "name": "Copy of 01_attention.ipynb"}}
+    nb["metadata"]["kernelspec"] = {"name": "python3", "display_name": "Python 3"}
+    for n, cell in enumerate(nb["cells"]):
+        cell.pop("id", None)
+        cell["metadata"]["id"] = f"colab{n}"
+        cell["source"] = _text(cell).splitlines(keepends=True)
+        if cell["cell_type"] == "code":
+            cell["execution_count"] = n
+            cell["outputs"] = [{"output_type": "stream", "name": "stdout", "text": ["ran\n"]}]
+    return nb
+
+
+def stripped(nb: dict) -> dict:
+    for cell in nb["cells"]:
+        cell["metadata"].pop("nbgrader", None)
+    return nb
+
+
+def write(path: Path, nb) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(nb if isinstance(nb, str) else json.dumps(nb))
+
+
+def fabricate(course: Path, folder: Path) -> None:
+    for name in NAMES:
+        write(folder / "perfect" / f"{name}.ipynb", perfect(course, name))
+    for name in ("01_attention", "04_training"):
+        write(folder / "untouched" / f"{name}.ipynb", untouched(course, name))
+    partial = untouched(course, "01_attention")
+    cell_of(partial, "ex0_read_the_model")["source"] = _text(
+        cell_of(perfect(course, "01_attention"), "ex0_read_the_model")
+    )
+    write(folder / "partial" / "01_attention.ipynb", partial)
+    write(
+        folder / "colab_Copy of 01_attention (1).ipynb",
+        colab_shaped(perfect(course, "01_attention")),
+    )
+    write(folder / "stripped" / "01_attention.ipynb", stripped(perfect(course, "01_attention")))
+
+    dup = perfect(course, "01_attention")
+    check = cell_of(dup, "ex1_check")
+    dup["cells"].insert(dup["cells"].index(check), {**copy.deepcopy(check), "id": "copied"})
+    write(folder / "duplicated" / "01_attention.ipynb", dup)
+
+    deleted = with_attention(course, WRONG_ATTENTION)
+    deleted["cells"].remove(cell_of(deleted, "ex1_check"))
+    write(folder / "deleted" / "01_attention.ipynb", deleted)
+    edited = with_attention(course, WRONG_ATTENTION)
+    cell_of(edited, "ex1_check")["source"] = "pass"
+    write(folder / "edited" / "01_attention.ipynb", edited)
+    markdown = stripped(with_attention(course, WRONG_ATTENTION))
+    for cell in markdown["cells"]:
+        if _text(cell).startswith("check.exercise_1("):
+            cell.update(cell_type="markdown", source="(my notes)")
+            cell.pop("outputs"), cell.pop("execution_count")
+    write(folder / "markdown" / "01_attention.ipynb", markdown)
+    skipped = with_attention(course, WRONG_ATTENTION)
+    cell_of(skipped, "ex1_check")["metadata"]["tags"] = ["skip-execution"]
+    write(folder / "skiptag" / "01_attention.ipynb", skipped)
+
+    write(
+        folder / "badjson" / "01_attention.ipynb",
+        json.dumps(perfect(course, "01_attention"))[:5000],
+    )
+    write(folder / "looping" / "01_attention.ipynb", with_attention(course, LOOPING_ATTENTION))
+    write(folder / "hog" / "01_attention.ipynb", with_attention(course, HOG_ATTENTION))
+    warns = with_attention(
+        course,
+        "import warnings\n\n" + _text(cell_of(perfect(course, "01_attention"), "ex1_attention")),
+    )
+    cell = cell_of(warns, "ex1_attention")
+    cell["source"] = _text(cell).replace('"""\n', '"""\n    warnings.warn("deprecated style")\n', 1)
+    write(folder / "warns" / "01_attention.ipynb", warns)
+    write(folder / "allclose" / "01_attention.ipynb", with_attention(course, PATCHED_ALLCLOSE))
+    write(folder / "alwayseq" / "01_attention.ipynb", with_attention(course, ALWAYS_EQUAL))
+    snoop = perfect(course, "01_attention")
+    cell = cell_of(snoop, "ex1_attention")
+    cell["source"] = SNOOP + _text(cell)
+    write(folder / "snoop" / "01_attention.ipynb", snoop)
+
+    with zipfile.ZipFile(folder / "erin.zip", "w") as archive:  # a zip per student
+        older = zipfile.ZipInfo("01_attention.ipynb", date_time=(2026, 1, 1, 9, 0, 0))
+        archive.writestr(older, json.dumps(partial))
+        newer = zipfile.ZipInfo("01_attention (2).ipynb", date_time=(2026, 1, 1, 10, 0, 0))
+        archive.writestr(newer, json.dumps(perfect(course, "01_attention")))
+    write(folder / "notes.txt", "not a notebook")
+    write(folder / "01_attention.ipynb", perfect(course, "01_attention"))  # whose?
+
+
+# student -> {notebook: (score, max)} or "quarantined"
+EXPECTED = {
+    "perfect": {
+        "01_attention": (4, 4),
+        "02_causal_mask": (2, 2),
+        "03_positions": (2, 2),
+        "04_training": (2, 3),  # the written prediction (1 point) is graded by hand
+        "05_heads": (2, 2),
+        "06_stretch": (4, 4),
+    },
+    "untouched": {"01_attention": (0, 4), "04_training": (0, 3)},
+    "partial": {"01_attention": (1, 4)},
+    "colab": {"01_attention": (4, 4)},
+    "stripped": {"01_attention": (4, 4)},
+    "duplicated": {"01_attention": (4, 4)},
+    "deleted": {"01_attention": (1, 4)},
+    "edited": {"01_attention": (1, 4)},
+    "markdown": {"01_attention": (1, 4)},
+    "skiptag": {"01_attention": (1, 4)},
+    "badjson": {"01_attention": "quarantined"},
+    "looping": {"01_attention": (1, 4)},
+    "hog": {"01_attention": (1, 4)},
+    "warns": {"01_attention": (4, 4)},
+    "allclose": {"01_attention": (1, 4)},
+    "alwayseq": {"01_attention": (1, 4)},
+    "snoop": {"01_attention": (4, 4)},
+    "erin": {"01_attention": (4, 4)},
+}
+
+
+@pytest.fixture(scope="module")
+def graded(course, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("downloads")
+    fabricate(course, folder)
+    found = collect.collect(folder, course)
+    outcomes = autograde(course, workers=2, cell_timeout=10, memory_gb=3, progress=False)
+    return found, outcomes
+
+
+def test_collect_sorts_downloads_and_says_what_it_skipped(graded):
+    found, _ = graded
+    notes = {f.source: f for f in found}
+    assert notes["colab_Copy of 01_attention (1).ipynb"].student == "colab"
+    assert "renamed" in notes["colab_Copy of 01_attention (1).ipynb"].note
+    assert notes["erin/01_attention (2).ipynb"].student == "erin"
+    assert "newer copy" in notes["erin/01_attention.ipynb"].note
+    assert notes["notes.txt"].note.startswith("skipped: not a notebook")
+    assert notes["01_attention.ipynb"].note.startswith("skipped: no student id")
+
+
+def test_every_student_gets_exactly_the_expected_score(graded):
+    _, outcomes = graded
+    got = {}
+    for o in outcomes:
+        got.setdefault(o.student, {})[o.assignment] = (
+            (o.score, o.max_score) if o.status == "graded" else o.status
+        )
+    assert got == EXPECTED
+
+
+def test_nothing_is_a_silent_zero(graded):
+    _, outcomes = graded
+    by = {(o.student, o.assignment): o for o in outcomes}
+    assert "not valid notebook JSON" in by["badjson", "01_attention"].reason
+    assert any("grading metadata restored" in r for r in by["stripped", "01_attention"].repairs)
+    assert any("duplicate" in r for r in by["duplicated", "01_attention"].repairs)
+    assert any("check missing, restored" in r for r in by["deleted", "01_attention"].repairs)
+    assert any("restored to code" in r for r in by["markdown", "01_attention"].repairs)
+    assert any("skip" in r for r in by["skiptag", "01_attention"].repairs)
+
+
+def test_a_loop_or_a_hog_fails_its_own_cells_only(graded, course):
+    nb = json.loads((course / "autograded/looping/01_attention/01_attention.ipynb").read_text())
+    errors = [
+        o["ename"]
+        for c in nb["cells"]
+        if c["cell_type"] == "code"
+        for o in c["outputs"]
+        if o["output_type"] == "error"
+    ]
+    assert "CellTimeoutError" in errors or "KeyboardInterrupt" in errors
+    assert "CheckFailed" in json.dumps(
+        json.loads((course / "autograded/hog/01_attention/01_attention.ipynb").read_text())
+    )
+
+
+def test_the_kernel_never_saw_the_course(graded, course):
+    nb = json.loads((course / "autograded/snoop/01_attention/01_attention.ipynb").read_text())
+    printed = json.dumps(cell_of(nb, "ex1_attention")["outputs"])
+    assert "snoop found nothing" in printed
+    with sqlite3.connect(course / "gradebook.db") as db:  # still a gradebook, every grade there
+        students = {s for (s,) in db.execute("select id from student")}
+    assert set(EXPECTED) - {"badjson"} <= students
+
+
+def test_export_and_feedback(graded, course):
+    run = [sys.executable, "-m", "grader", "--course", str(course)]
+    subprocess.run([*run, "export"], check=True, cwd=ROOT, capture_output=True)
+    rows = list(csv.DictReader((course / "reports" / "grades.csv").open()))
+    score = {(r["student_id"], r["assignment"]): float(r["score"]) for r in rows}
+    assert score["perfect", "01_attention"] == 4 and score["partial", "01_attention"] == 1
+    subprocess.run([*run, "feedback"], check=True, cwd=ROOT, capture_output=True)
+    html = (course / "feedback/deleted/01_attention/01_attention.html").read_text()
+    assert "exercise_1_hidden" not in html  # the hidden test's code
+    assert "not divided by sqrt(d_k)" in html  # the diagnosis
+    source = (course / "source/01_attention/01_attention.ipynb").read_text()
+    assert "exercise_1_hidden" in source  # so the assertion above could fail
+
+
+def test_regrading_changes_nothing(graded, course):
+    _, first = graded
+    again = autograde(course, workers=2, cell_timeout=10, memory_gb=3, progress=False)
+    assert {o.status for o in again} <= {"unchanged", "quarantined"}
+    assert [(o.student, o.assignment, o.score) for o in again] == [
+        (o.student, o.assignment, o.score) for o in first
+    ]
+
+
+def test_preflight_quarantines_another_notebook(course):
+    other = json.dumps(perfect(course, "02_causal_mask")).encode()
+    result = preflight.preflight(other, release_notebook(course, "01_attention"))
+    assert result.notebook is None and "does not look like this notebook" in result.quarantined
