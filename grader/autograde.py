@@ -13,13 +13,16 @@ A rerun regrades only what changed (the job's input is hashed); manual grades ar
 from __future__ import annotations
 
 import concurrent.futures
+import functools
 import hashlib
 import json
 import logging
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import warnings
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -117,25 +120,53 @@ def save_scores(nb, course: Path, student: str, assignment: str) -> Outcome:
         return Outcome(student, assignment, "graded", notebook.score, notebook.max_score, needs)
 
 
-def run_job(text: str, cell_timeout: int, notebook_timeout: int, memory_gb: float) -> dict:
-    """Run job.py on one notebook in its own process group; kill the group past the limit."""
+# Linux: the job runs in its own user and mount namespaces, where an empty read-only tmpfs
+# covers the course folder and every capability is dropped before the kernel starts, so the
+# kernel can neither read nor write the gradebook, nor unmount the cover.
+HIDE_AND_DROP = (
+    'mount -t tmpfs -o size=1m,mode=0555 tl-hidden "$0" && exec setpriv '
+    '--securebits=+noroot,+noroot_locked --bounding-set=-all --inh-caps=-all "$@"'
+)
+
+
+@functools.cache
+def isolation() -> str:
+    """How jobs are kept away from the course folder here: "namespace", or "none" and why."""
+    if not (shutil.which("unshare") and shutil.which("setpriv")):
+        return "none (no unshare/setpriv: not Linux, or util-linux missing)"
+    probe = ["unshare", "--user", "--map-root-user", "--mount", "true"]
+    if subprocess.run(probe, capture_output=True).returncode != 0:
+        return "none (unprivileged user namespaces are not allowed on this machine)"
+    return "namespace"
+
+
+def job_command(course: Path, cell_timeout: int, memory_gb: float) -> list[str]:
     command = [sys.executable, "-m", "grader.job", f"--cell-timeout={cell_timeout}"]
     command.append(f"--memory-gb={memory_gb}")
-    process = subprocess.Popen(
-        command,
-        cwd=ROOT,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
-    try:
-        stdout, stderr = process.communicate(text, timeout=notebook_timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.communicate()
-        return {"error": f"ran past the {notebook_timeout} s limit for a notebook"}
+    if isolation() != "namespace":
+        return command
+    hide = ["unshare", "--user", "--map-root-user", "--mount", "--", "sh", "-c", HIDE_AND_DROP]
+    return [*hide, str(Path(course).resolve()), *command]
+
+
+def run_job(text: str, command: list[str], notebook_timeout: int) -> dict:
+    """Run one job in its own process group; kill the group past the limit."""
+    with tempfile.TemporaryDirectory(prefix="tl-job-") as cwd:
+        process = subprocess.Popen(
+            command,
+            cwd=cwd,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
+        try:
+            stdout, stderr = process.communicate(text, timeout=notebook_timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.communicate()
+            return {"error": f"ran past the {notebook_timeout} s limit for a notebook"}
     if process.returncode != 0:
         return {"error": f"the grading job failed: {stderr.strip().splitlines()[-1:]}"}
     return json.loads(stdout)
@@ -185,6 +216,7 @@ def autograde(
             outcomes.append(kept)
             continue
         pending.append((text, key, outcome))
+    command = job_command(course, cell_timeout, memory_gb)
     # Notebook 04 trains; the longest jobs go first so that the workers finish together.
     pending.sort(key=lambda job: job[2].assignment.startswith("04"), reverse=True)
     with (
@@ -192,7 +224,7 @@ def autograde(
         tqdm(total=len(pending), desc="autograde", unit="notebook", disable=not progress) as bar,
     ):
         futures = {
-            pool.submit(run_job, text, cell_timeout, notebook_timeout, memory_gb): (key, outcome)
+            pool.submit(run_job, text, command, notebook_timeout): (key, outcome)
             for text, key, outcome in pending
         }
         for future in concurrent.futures.as_completed(futures):
@@ -241,7 +273,7 @@ def report(outcomes: list[Outcome]) -> str:
                 notes += [f"- {student} / {name}: {o.status}: {o.reason}"] if o.reason else []
                 notes += [f"- {student} / {name}: repaired: {r}" for r in o.repairs]
         lines.append(f"| {student} | " + " | ".join(cells) + f" | {total:g} / {out_of:g} |")
-    return "\n".join(lines + ["", *notes]) + "\n"
+    return "\n".join(lines + ["", f"Kernel isolation: {isolation()}.", *notes]) + "\n"
 
 
 def write_report(course: Path, outcomes: list[Outcome]) -> None:

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from grader import collect, preflight
-from grader.autograde import autograde
+from grader.autograde import autograde, isolation
 from grader.course import release_notebook
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -54,16 +54,18 @@ PATCHED_ALLCLOSE = "torch.allclose = lambda *args, **kwargs: True\n\n" + WRONG_A
 SNOOP = """import os
 import pathlib
 
-here = pathlib.Path.cwd()
-hits = [p for d in (here, *here.parents) for p in d.glob("*")
-        if p.name in ("gradebook.db", "source", "autograded", "submitted")]
-hits += [v for v in os.environ.values() if "gradebook" in v or "course" in v]
-for hit in hits:
-    try:
-        pathlib.Path(hit).write_text("overwritten")
-    except OSError:
-        pass
-print("snoop found", [str(h) for h in hits] or "nothing")
+# The strongest snoop knows where the course is. It reads, and opens for writing without
+# writing (so a failed defence does not wreck the other grades), whatever it can reach.
+course = pathlib.Path("@COURSE@")
+targets = [course / "gradebook.db", course / "source", course / "submitted"]
+reached = [str(p) for p in targets if os.access(p, os.R_OK)]
+try:
+    with open(course / "gradebook.db", "ab"):
+        reached.append("gradebook.db opened for writing")
+except OSError:
+    pass
+reached += [v for v in os.environ.values() if str(course) in v]
+print("snoop reached", reached or "nothing")
 
 
 """
@@ -196,7 +198,7 @@ def fabricate(course: Path, folder: Path) -> None:
     write(folder / "alwayseq" / "01_attention.ipynb", with_attention(course, ALWAYS_EQUAL))
     snoop = perfect(course, "01_attention")
     cell = cell_of(snoop, "ex1_attention")
-    cell["source"] = SNOOP + _text(cell)
+    cell["source"] = SNOOP.replace("@COURSE@", str(course)) + _text(cell)
     write(folder / "snoop" / "01_attention.ipynb", snoop)
 
     with zipfile.ZipFile(folder / "erin.zip", "w") as archive:  # a zip per student
@@ -295,9 +297,11 @@ def test_a_loop_or_a_hog_fails_its_own_cells_only(graded, course):
 
 
 def test_the_kernel_never_saw_the_course(graded, course):
+    if isolation() != "namespace":
+        pytest.skip(f"kernel isolation here: {isolation()}")
     nb = json.loads((course / "autograded/snoop/01_attention/01_attention.ipynb").read_text())
     printed = json.dumps(cell_of(nb, "ex1_attention")["outputs"])
-    assert "snoop found nothing" in printed
+    assert "snoop reached nothing" in printed
     with sqlite3.connect(course / "gradebook.db") as db:  # still a gradebook, every grade there
         students = {s for (s,) in db.execute("select id from student")}
     assert set(EXPECTED) - {"badjson"} <= students
