@@ -159,6 +159,13 @@ def fabricate(course: Path, folder: Path) -> None:
         colab_shaped(perfect(course, "01_attention")),
     )
     write(folder / "stripped" / "01_attention.ipynb", stripped(perfect(course, "01_attention")))
+    # Most students work in the workshop flavour the Colab badge opens, with its folded solutions.
+    workshop = json.loads((ROOT / "notebooks" / "01_attention.ipynb").read_text())
+    for grade_id in ("ex0_read_the_model", "ex1_attention"):
+        cell_of(workshop, grade_id)["source"] = _text(
+            cell_of(perfect(course, "01_attention"), grade_id)
+        )
+    write(folder / "workshop" / "01_attention.ipynb", workshop)
 
     dup = perfect(course, "01_attention")
     check = cell_of(dup, "ex1_check")
@@ -224,6 +231,7 @@ EXPECTED = {
     "partial": {"01_attention": (1, 4)},
     "colab": {"01_attention": (4, 4)},
     "stripped": {"01_attention": (4, 4)},
+    "workshop": {"01_attention": (4, 4)},
     "duplicated": {"01_attention": (4, 4)},
     "deleted": {"01_attention": (1, 4)},
     "edited": {"01_attention": (1, 4)},
