@@ -177,14 +177,13 @@ def _job_file(course: Path, student: str, assignment: str) -> Path:
 
 
 def prepare(course: Path, student: str, assignment: str, path: Path, release) -> tuple:
-    """(notebook text to execute, its hash, Outcome so far) or (None, None, quarantined)."""
+    """(notebook text to execute, Outcome so far), or (None, Outcome quarantined)."""
     checked = preflight.preflight(path.read_bytes(), release)
     outcome = Outcome(student, assignment, "quarantined", repairs=checked.repairs)
     if checked.notebook is None:
         outcome.reason = checked.quarantined
-        return None, None, outcome
-    text = nbformat.writes(sanitize(checked.notebook, course, student, assignment))
-    return text, hashlib.sha256(text.encode()).hexdigest(), outcome
+        return None, outcome
+    return nbformat.writes(sanitize(checked.notebook, course, student, assignment)), outcome
 
 
 def autograde(
@@ -202,17 +201,17 @@ def autograde(
     releases = {name: release_notebook(course, name) for name in assignments(course)}
     outcomes, pending = [], []
     for student, assignment, path in submissions(course, students, only):
-        text, key, outcome = prepare(course, student, assignment, path, releases[assignment])
+        text, outcome = prepare(course, student, assignment, path, releases[assignment])
         if text is None:
             outcomes.append(outcome)
             continue
-        key = hashlib.sha256(f"{key} {cell_timeout} {memory_gb}".encode()).hexdigest()
+        key = hashlib.sha256(f"{cell_timeout} {memory_gb} {text}".encode()).hexdigest()
         job_file = _job_file(course, student, assignment)
-        if not force and job_file.is_file() and json.loads(job_file.read_text())["key"] == key:
+        last = json.loads(job_file.read_text()) if job_file.is_file() else {}
+        if not force and last.get("key") == key:
             executed = nbformat.read(job_file.with_name(f"{assignment}.ipynb"), 4)
             kept = save_scores(executed, course, student, assignment)
-            kept.status, kept.repairs = "unchanged", outcome.repairs
-            kept.seconds = json.loads(job_file.read_text())["seconds"]
+            kept.status, kept.repairs, kept.seconds = "unchanged", outcome.repairs, last["seconds"]
             outcomes.append(kept)
             continue
         pending.append((text, key, outcome))

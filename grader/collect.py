@@ -98,8 +98,8 @@ def _by_content(raw: bytes, releases: dict) -> str | None:
         return None
     best, share = None, 0.0
     for name, release in releases.items():
-        wanted = {preflight._normal(c) for c in release.cells}
-        s = sum(preflight._normal(c) in wanted for c in nb.cells) / len(release.cells)
+        wanted = {preflight.normal_source(c) for c in release.cells}
+        s = sum(preflight.normal_source(c) in wanted for c in nb.cells) / len(release.cells)
         if s > share:
             best, share = name, s
     return best if share >= preflight.MIN_SHARE_OF_RELEASE else None

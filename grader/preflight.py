@@ -45,12 +45,12 @@ def _text(cell) -> str:
     return "".join(source) if isinstance(source, list) else str(source)
 
 
-def _normal(cell) -> str:
+def normal_source(cell) -> str:
     return "\n".join(line.rstrip() for line in _text(cell).strip().splitlines())
 
 
 def _similarity(a, b) -> float:
-    return difflib.SequenceMatcher(None, _normal(a), _normal(b), autojunk=False).ratio()
+    return difflib.SequenceMatcher(None, normal_source(a), normal_source(b), autojunk=False).ratio()
 
 
 def _defines_same(release_cell, cell) -> bool:
@@ -154,7 +154,7 @@ def preflight(raw: bytes, release_nb: nbformat.NotebookNode) -> Preflight:
 
     # 2. By place and content: align the unchanged cells, then pair graded cells in the gaps.
     matcher = difflib.SequenceMatcher(
-        None, [_normal(c) for c in release], [_normal(c) for c in sub], autojunk=False
+        None, [normal_source(c) for c in release], [normal_source(c) for c in sub], autojunk=False
     )
     matched = dict(by_id)
     anchors = {}
@@ -201,7 +201,7 @@ def preflight(raw: bytes, release_nb: nbformat.NotebookNode) -> Preflight:
             repairs.append(f"{grade_id}: tag that would skip it removed")
             cell.metadata["tags"] = tags
     # Missing cells go back after the submission cell that matches the release cell before them.
-    position = {i: j for i, j in {**anchors, **matched}.items()}
+    position = {**anchors, **matched}
     for i in sorted(restored, reverse=True):
         before = [position[k] for k in range(i) if k in position]
         at = (max(before) + 1) if before else len(sub)
@@ -210,8 +210,10 @@ def preflight(raw: bytes, release_nb: nbformat.NotebookNode) -> Preflight:
             if j >= at:
                 position[k] = j + 1
         position[i] = at
-    for j, cell in enumerate(sub):
-        if cell.get("id") in {c.get("id") for c in sub[:j]}:
+    ids = set()
+    for j, cell in enumerate(sub):  # restored cells carry the release's ids
+        if cell.id in ids:
             cell.id = f"cell-r{j:03d}"
+        ids.add(cell.id)
     nbformat.validate(nb)
     return Preflight(nb, repairs)
