@@ -13,6 +13,8 @@ SEEDS ?= 0
 DEVICE ?= auto
 WORKERS ?= 2
 SUBMISSIONS ?= submissions
+# NO_SANDBOX=1 grades without bubblewrap: for trusted notebooks only; the report says so.
+NO_SANDBOX ?=
 
 .DEFAULT_GOAL := help
 .PHONY: help setup train notebooks regenerate-baselines test lint format bench clean \
@@ -45,8 +47,8 @@ release: setup ## grading: nbgrader source/ and release/ in grader/course/ from 
 collect: setup ## grading: sort a folder or zip of downloaded notebooks into submitted/: SUBMISSIONS=path
 	$(PY) -m grader collect "$(SUBMISSIONS)"
 
-autograde: setup ## grading: preflight, execute in parallel, score: WORKERS=2 (one student: ~40 s on 2 cores)
-	$(PY) -m grader autograde --workers $(WORKERS)
+autograde: setup ## grading: preflight, execute in parallel sandboxes (bubblewrap), score: WORKERS=2 (one student: ~40 s on 2 cores)
+	$(PY) -m grader autograde --workers $(WORKERS) $(if $(NO_SANDBOX),--no-sandbox)
 
 feedback: setup ## grading: HTML feedback per student in grader/course/feedback/, hidden tests left out
 	$(PY) -m grader feedback

@@ -3,22 +3,21 @@
 For each submitted/STUDENT/NN_topic/NN_topic.ipynb:
   1. preflight (repair or quarantine, see preflight.py), then nbgrader's sanitizing
      preprocessors, which put back the locked cells and the hidden tests from the gradebook;
-  2. a job (job.py) executes it in a scratch folder: one per worker at a time, one torch thread
-     each, a timeout per cell and a limit per notebook;
+  2. a job (job.py) executes it in a bubblewrap sandbox (sandbox.py): one per worker at a time,
+     one torch thread each, a timeout per cell and a limit per notebook;
   3. back here, one at a time: stderr of passing checks is not a failure, output is limited,
      nbgrader's SaveAutoGrades writes the scores, the executed notebook goes to autograded/.
-A rerun regrades only what changed (the job's input is hashed); manual grades are kept.
+A rerun regrades only what changed: the job's input, its limits and the grading code are
+hashed. Manual grades are kept.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
-import functools
 import hashlib
 import json
 import logging
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -31,8 +30,8 @@ import nbformat
 from sqlalchemy.exc import SAWarning
 from tqdm.auto import tqdm
 
-from . import preflight
-from .course import GRADER, assignments, db_url, release_notebook
+from . import preflight, review, sandbox
+from .course import GRADER, GradingError, assignments, db_url, release_notebook
 
 ROOT = GRADER.parent
 CELL_TIMEOUT = 60  # seconds; grading mode cells take a few, a slow laptop ten times that
@@ -53,6 +52,7 @@ class Outcome:
     seconds: float = 0.0
     repairs: list[str] = field(default_factory=list)
     reason: str = ""
+    flags: list[str] = field(default_factory=list)  # for review; never change a score
 
 
 def submissions(course: Path, students=None, only=None) -> list[tuple[str, str, Path]]:
@@ -120,41 +120,49 @@ def save_scores(nb, course: Path, student: str, assignment: str) -> Outcome:
         return Outcome(student, assignment, "graded", notebook.score, notebook.max_score, needs)
 
 
-# Linux: the job runs in its own user and mount namespaces, where an empty read-only tmpfs
-# covers the course folder and every capability is dropped before the kernel starts, so the
-# kernel can neither read nor write the gradebook, nor unmount the cover.
-HIDE_AND_DROP = (
-    'mount -t tmpfs -o size=1m,mode=0555 tl-hidden "$0" && exec setpriv '
-    '--securebits=+noroot,+noroot_locked --bounding-set=-all --inh-caps=-all "$@"'
-)
+def job_command(cell_timeout: int, memory_gb: float) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "grader.job",
+        f"--cell-timeout={cell_timeout}",
+        f"--memory-gb={memory_gb}",
+    ]
 
 
-@functools.cache
-def isolation() -> str:
-    """How jobs are kept away from the course folder here: "namespace", or "none" and why."""
-    if not (shutil.which("unshare") and shutil.which("setpriv")):
-        return "none (no unshare/setpriv: not Linux, or util-linux missing)"
-    probe = ["unshare", "--user", "--map-root-user", "--mount", "true"]
-    if subprocess.run(probe, capture_output=True).returncode != 0:
-        return "none (unprivileged user namespaces are not allowed on this machine)"
-    return "namespace"
+def isolation(sandboxed: bool) -> str:
+    """What kept the jobs in, for the report; raises where a sandbox was asked for and none can
+    be built, saying how to get one."""
+    if not sandboxed:
+        return sandbox.NO_SANDBOX
+    problem = sandbox.problem()
+    if problem:
+        raise GradingError(sandbox.INSTALL.format(problem=problem))
+    return sandbox.describe()
 
 
-def job_command(course: Path, cell_timeout: int, memory_gb: float) -> list[str]:
-    command = [sys.executable, "-m", "grader.job", f"--cell-timeout={cell_timeout}"]
-    command.append(f"--memory-gb={memory_gb}")
-    if isolation() != "namespace":
-        return command
-    hide = ["unshare", "--user", "--map-root-user", "--mount", "--", "sh", "-c", HIDE_AND_DROP]
-    return [*hide, str(Path(course).resolve()), *command]
+# What the notebooks run besides themselves: a change here changes what a grade means.
+GRADING_CODE = ("checkpoints/**/*.py", "transformer_lab/**/*.py", "grader/*.py", "data/*.json")
 
 
-def run_job(text: str, command: list[str], notebook_timeout: int) -> dict:
+def grading_digest(course: Path) -> str:
+    """SHA-256 of the grading code and the release notebooks, part of every rerun key."""
+    files = [(ROOT, path) for pattern in GRADING_CODE for path in sorted(ROOT.glob(pattern))]
+    files += [(course, path) for path in sorted(Path(course).glob("release/*/*.ipynb"))]
+    digest = hashlib.sha256()
+    for top, path in files:
+        content = path.read_bytes()
+        digest.update(f"{path.relative_to(top)}\0{len(content)}\0".encode() + content)
+    return digest.hexdigest()
+
+
+def run_job(text: str, command: list[str], notebook_timeout: int, env: dict) -> dict:
     """Run one job in its own process group; kill the group past the limit."""
     with tempfile.TemporaryDirectory(prefix="tl-job-") as cwd:
         process = subprocess.Popen(
             command,
             cwd=cwd,
+            env=env,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -183,7 +191,9 @@ def prepare(course: Path, student: str, assignment: str, path: Path, release) ->
     if checked.notebook is None:
         outcome.reason = checked.quarantined
         return None, outcome
-    return nbformat.writes(sanitize(checked.notebook, course, student, assignment)), outcome
+    nb = sanitize(checked.notebook, course, student, assignment)
+    outcome.flags = review.flags(nb, release)
+    return nbformat.writes(nb), outcome
 
 
 def autograde(
@@ -196,26 +206,37 @@ def autograde(
     students=None,
     only=None,
     progress: bool = True,
+    sandboxed: bool = True,
 ) -> list[Outcome]:
+    from transformer_lab.data import corpus_path
+
     course = Path(course)
+    isolated = isolation(sandboxed)
     releases = {name: release_notebook(course, name) for name in assignments(course)}
+    # The job reads the corpus from this verified copy; a sandboxed job sees no cache or network.
+    corpus = corpus_path()
+    settings = f"{cell_timeout} {memory_gb} {isolated} {grading_digest(course)}"
     outcomes, pending = [], []
     for student, assignment, path in submissions(course, students, only):
         text, outcome = prepare(course, student, assignment, path, releases[assignment])
         if text is None:
             outcomes.append(outcome)
             continue
-        key = hashlib.sha256(f"{cell_timeout} {memory_gb} {text}".encode()).hexdigest()
+        key = hashlib.sha256(f"{settings} {text}".encode()).hexdigest()
         job_file = _job_file(course, student, assignment)
         last = json.loads(job_file.read_text()) if job_file.is_file() else {}
         if not force and last.get("key") == key:
             executed = nbformat.read(job_file.with_name(f"{assignment}.ipynb"), 4)
             kept = save_scores(executed, course, student, assignment)
             kept.status, kept.repairs, kept.seconds = "unchanged", outcome.repairs, last["seconds"]
+            kept.flags, kept.reason = outcome.flags, last.get("reason", "")
             outcomes.append(kept)
             continue
         pending.append((text, key, outcome))
-    command = job_command(course, cell_timeout, memory_gb)
+    command = job_command(cell_timeout, memory_gb)
+    if sandboxed:
+        command = sandbox.command(command, course, corpus)
+    env = {**os.environ, "TRANSFORMER_LAB_DATA": str(corpus)}
     # Notebook 04 trains; the longest jobs go first so that the workers finish together.
     pending.sort(key=lambda job: job[2].assignment.startswith("04"), reverse=True)
     with (
@@ -223,7 +244,7 @@ def autograde(
         tqdm(total=len(pending), desc="autograde", unit="notebook", disable=not progress) as bar,
     ):
         futures = {
-            pool.submit(run_job, text, command, notebook_timeout): (key, outcome)
+            pool.submit(run_job, text, command, notebook_timeout, env): (key, outcome)
             for text, key, outcome in pending
         }
         for future in concurrent.futures.as_completed(futures):
@@ -238,47 +259,72 @@ def autograde(
                 nbformat.reads(result["notebook"], 4), course, outcome.student, outcome.assignment
             )
             graded.repairs, graded.seconds = outcome.repairs, result["seconds"]
+            graded.flags, graded.reason = outcome.flags, died(result)
             _job_file(course, outcome.student, outcome.assignment).write_text(
-                json.dumps({"key": key, "seconds": result["seconds"]})
+                json.dumps({"key": key, "seconds": result["seconds"], "reason": graded.reason})
             )
             outcomes.append(graded)
     outcomes.sort(key=lambda o: (o.student, o.assignment))
-    write_report(course, outcomes)
+    write_report(course, outcomes, isolated)
     return outcomes
 
 
-def report(outcomes: list[Outcome]) -> str:
-    """Students down, notebooks across: score / max, or why there is none."""
+def died(result: dict) -> str:
+    """The report's note on a kernel that died: in which cell, and what that cost."""
+    index = result.get("died_in")
+    if index is None:
+        return ""
+    cell = nbformat.reads(result["notebook"], 4).cells[index]
+    grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
+    where = f"cell {index}" + (f" ({grade_id})" if grade_id else "")
+    return f"the kernel died in {where}; the checks above it kept their points, none below ran"
+
+
+def report(outcomes: list[Outcome], isolated: str) -> str:
+    """Students down, notebooks across: score / max, or why there is none; then what to review."""
     names = sorted({o.assignment for o in outcomes})
     table = {(o.student, o.assignment): o for o in outcomes}
     lines = [
-        "| student | " + " | ".join(names) + " | total |",
-        "|---|" + "---|" * (len(names) + 1),
+        "| student | " + " | ".join(names) + " | total | review |",
+        "|---|" + "---|" * (len(names) + 2),
     ]
     notes = []
     for student in sorted({o.student for o in outcomes}):
-        cells, total, out_of = [], 0.0, 0.0
+        cells, total, out_of, flagged = [], 0.0, 0.0, []
         for name in names:
             o = table.get((student, name))
             if o is None:
                 cells.append("–")
-            elif o.status in ("graded", "unchanged"):
+                continue
+            if o.status in ("graded", "unchanged"):
                 manual = f" (+{o.needs_manual} to grade by hand)" if o.needs_manual else ""
                 cells.append(f"{o.score:g} / {o.max_score:g}{manual}")
                 total, out_of = total + o.score, out_of + o.max_score
             else:
                 cells.append(o.status)
-            if o is not None:
-                notes += [f"- {student} / {name}: {o.status}: {o.reason}"] if o.reason else []
-                notes += [f"- {student} / {name}: repaired: {r}" for r in o.repairs]
-        lines.append(f"| {student} | " + " | ".join(cells) + f" | {total:g} / {out_of:g} |")
-    return "\n".join(lines + ["", f"Kernel isolation: {isolation()}.", *notes]) + "\n"
+            notes += [f"- {student} / {name}: {o.status}: {o.reason}"] if o.reason else []
+            notes += [f"- {student} / {name}: repaired: {r}" for r in o.repairs]
+            notes += [f"- {student} / {name}: review: {f}" for f in o.flags]
+            flagged += [f"{name} ({len(o.flags)})"] if o.flags else []
+        review_cell = "⚑ " + ", ".join(flagged) if flagged else ""
+        lines.append(
+            f"| {student} | " + " | ".join(cells) + f" | {total:g} / {out_of:g} | {review_cell} |"
+        )
+    footer = [
+        "",
+        f"Sandbox: {isolated}.",
+        "Review: code in the student's own cells that touches the checking machinery "
+        "(checkpoints, sys.modules, trace hooks, input transformers, builtins, unittest.mock). "
+        "A flag does not change a score; read the quoted line.",
+    ]
+    return "\n".join(lines + footer + notes) + "\n"
 
 
-def write_report(course: Path, outcomes: list[Outcome]) -> None:
+def write_report(course: Path, outcomes: list[Outcome], isolated: str) -> None:
     folder = Path(course) / "reports"
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "autograde.md").write_text(report(outcomes), encoding="utf-8")
+    (folder / "autograde.md").write_text(report(outcomes, isolated), encoding="utf-8")
     (folder / "autograde.json").write_text(
-        json.dumps([asdict(o) for o in outcomes], indent=2), encoding="utf-8"
+        json.dumps({"sandbox": isolated, "outcomes": [asdict(o) for o in outcomes]}, indent=2),
+        encoding="utf-8",
     )

@@ -21,6 +21,8 @@ import time
 import uuid
 
 import nbformat
+from nbclient.exceptions import DeadKernelError
+from nbgrader.preprocessors import Execute
 
 # What the kernel may see of the grader's environment: enough to run Python and find the data.
 PASSED_ENV = (
@@ -34,6 +36,9 @@ PASSED_ENV = (
     "XDG_CACHE_HOME",
     "VIRTUAL_ENV",
 )
+# Characters of output kept per cell and per notebook; a plot takes some tens of thousands.
+CELL_OUTPUT_CAP = 500_000
+NOTEBOOK_OUTPUT_CAP = 5_000_000
 
 
 def kernel_environment() -> dict[str, str]:
@@ -55,10 +60,71 @@ def limit_memory(gigabytes: float) -> None:
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
 
-def execute(nb: nbformat.NotebookNode, cell_timeout: int) -> nbformat.NotebookNode:
-    from nbgrader.preprocessors import Execute
+def _size(output) -> int:
+    if output.output_type == "stream":
+        return len(output.text)
+    if output.output_type == "error":
+        return sum(map(len, output.traceback))
+    return sum(len(str(value)) for value in output.get("data", {}).values())
 
-    executor = Execute(
+
+def _error(ename: str, evalue: str) -> nbformat.NotebookNode:
+    return nbformat.v4.new_output(
+        "error", ename=ename, evalue=evalue, traceback=[f"{ename}: {evalue}"]
+    )
+
+
+class CappedExecute(Execute):
+    """nbgrader's executor, keeping only so much output per cell and per notebook as the output
+    arrives (nbgrader's LimitOutput counts lines, and one 200 MB line passes it), and
+    remembering which cell runs, for when the kernel dies."""
+
+    running = None  # index of the cell being executed
+    in_notebook = 0  # characters kept so far
+
+    def preprocess_cell(self, cell, resources, index):
+        self.running, self.in_cell = index, 0
+        return super().preprocess_cell(cell, resources, index)
+
+    def output(self, outs, msg, display_id, cell_index):
+        out = super().output(outs, msg, display_id, cell_index)
+        if out is None or out.output_type == "error":  # an error always counts: it scores 0
+            return out
+        room = min(CELL_OUTPUT_CAP - self.in_cell, NOTEBOOK_OUTPUT_CAP - self.in_notebook)
+        size = _size(out)
+        self.in_cell += size
+        self.in_notebook += max(0, min(size, room))
+        if size <= room:
+            return out
+        outs.remove(out)
+        if room > 0:  # the first output past the cap: keep its head, say what was cut
+            if out.output_type == "stream":
+                out.text = out.text[:room]
+                outs.append(out)
+            note = (
+                f"\n[output cut by the grader: it keeps {CELL_OUTPUT_CAP:,} characters a cell, "
+                f"{NOTEBOOK_OUTPUT_CAP:,} a notebook]\n"
+            )
+            outs.append(nbformat.v4.new_output("stream", name="stdout", text=note))
+        return None
+
+
+def mark_dead_kernel(nb: nbformat.NotebookNode, index: int) -> None:
+    """The kernel died in cell `index`: say so there, and fail every check below it, which
+    would otherwise pass by having no error."""
+    nb.cells[index].setdefault("outputs", []).append(
+        _error("DeadKernelError", "the kernel died while this cell ran; no cell below it ran")
+    )
+    for cell in nb.cells[index + 1 :]:
+        if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("grade"):
+            cell.outputs = [_error("NotRun", f"the kernel died in cell {index}, above")]
+
+
+def execute(
+    nb: nbformat.NotebookNode, cell_timeout: int
+) -> tuple[nbformat.NotebookNode, int | None]:
+    """The executed notebook, as far as it got, and the cell the kernel died in (or None)."""
+    executor = CappedExecute(
         timeout=cell_timeout,
         interrupt_on_timeout=True,
         # No tag a student can type skips a cell.
@@ -66,18 +132,26 @@ def execute(nb: nbformat.NotebookNode, cell_timeout: int) -> nbformat.NotebookNo
         kernel_name="python3",
     )
     with tempfile.TemporaryDirectory(prefix="tl-grade-") as scratch:
-        nb, _ = executor.preprocess(nb, {"metadata": {"path": scratch}})
-    return nb
+        try:
+            executor.preprocess(nb, {"metadata": {"path": scratch}})  # fills `nb` in place
+        except DeadKernelError:
+            mark_dead_kernel(nb, executor.running)
+            return nb, executor.running
+    return nb, None
 
 
 def run(raw: str, cell_timeout: int, memory_gb: float) -> dict:
     start = time.perf_counter()
+    env = kernel_environment()
     os.environ.clear()
-    os.environ.update(kernel_environment())
+    os.environ.update(env)
     limit_memory(memory_gb)
-    nb = nbformat.reads(raw, as_version=4)
-    nb = execute(nb, cell_timeout)
-    return {"notebook": nbformat.writes(nb), "seconds": round(time.perf_counter() - start, 2)}
+    nb, died_in = execute(nbformat.reads(raw, as_version=4), cell_timeout)
+    return {
+        "notebook": nbformat.writes(nb),
+        "seconds": round(time.perf_counter() - start, 2),
+        "died_in": died_in,
+    }
 
 
 def main(argv: list[str] | None = None) -> None:
