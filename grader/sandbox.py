@@ -92,7 +92,7 @@ def command(job: list[str], course: Path, corpus: Path) -> list[str]:
         "--new-session",  # no TIOCSTI into the grader's terminal
         "--cap-drop",
         "ALL",
-        "--dev",
+        "--dev",  # null, zero, urandom, tty...; read-only below, /dev/shm too
         "/dev",
         "--proc",
         "/proc",
@@ -109,6 +109,8 @@ def command(job: list[str], course: Path, corpus: Path) -> list[str]:
         *_cover(Path(course).resolve(), folders),
         "--remount-ro",  # the new root itself: /tmp, mounted on it, stays writable
         "/",
+        "--remount-ro",
+        "/dev",
         "--chdir",
         SCRATCH,
         "--setenv",

@@ -1,5 +1,5 @@
-"""Autograde wall time for the fabricated test class, with 1 and with 2 workers, and each
-notebook's grading time in grading mode. Figures only:
+"""Autograde wall time for the fabricated test class with 2 workers, in the bubblewrap sandbox
+and without it (the sandbox's cost), and each notebook's grading time. Figures only:
 
     python tests/bench_grading.py
 """
@@ -27,20 +27,27 @@ def main() -> None:
         subprocess.run([*grader, "release"], check=True, cwd=ROOT, capture_output=True)
         fabricate(course, downloads)
         collect.collect(downloads, course)
-        for workers in (1, 2):
+        seconds = {}
+        for sandboxed in (True, False):
             start = time.perf_counter()
-            outcomes = autograde(course, workers=workers, cell_timeout=10, memory_gb=3, force=True)
+            outcomes = autograde(
+                course, workers=2, cell_timeout=10, memory_gb=3, force=True, sandboxed=sandboxed
+            )
             graded = sum(o.status == "graded" for o in outcomes)
             print(
-                f"{workers} worker(s): {time.perf_counter() - start:.1f} s for {graded} notebooks "
+                f"{'sandbox' if sandboxed else 'no sandbox'}, 2 workers: "
+                f"{time.perf_counter() - start:.1f} s for {graded} notebooks "
                 f"({len(outcomes) - graded} quarantined)"
             )
+            seconds[sandboxed] = {
+                o.assignment: o.seconds for o in outcomes if o.student == "perfect"
+            }
         print(
             "grading time per notebook (student 'perfect': job wall time, kernel start included):"
         )
-        for o in outcomes:
-            if o.student == "perfect":
-                print(f"  {o.assignment:<16} {o.seconds:6.1f} s")
+        print(f"  {'notebook':<16} {'sandbox':>8} {'none':>8}")
+        for name, with_sandbox in seconds[True].items():
+            print(f"  {name:<16} {with_sandbox:7.1f}s {seconds[False][name]:7.1f}s")
 
 
 if __name__ == "__main__":
