@@ -4,8 +4,10 @@
 # Part A of the lab builds a small GPT piece by piece. This notebook does two things:
 #
 # - **Exercise 0 · Read the model** (3 min): find your way around the provided mini-GPT.
-# - **Exercise 1 · Scaled dot-product attention** (12 min): write the function every attention
-#   head of that model will call.
+# - **Exercise 1 · Scaled dot-product attention** (12 min): write the equation every attention
+#   head of that model computes. The provided multi-head layer takes an attention function as
+#   a parameter: below you plug yours into the whole model. (To train faster, notebook 04 lets
+#   PyTorch's fused kernel compute the same equation.)
 #
 # Then a provided measurement shows *why* the scores are divided by $\sqrt{d_k}$.
 #
@@ -13,11 +15,16 @@
 # stub. The **checkpoint** cell under it passes with a ✅ line or fails with a message that names
 # the likely mistake.
 
+# %% tags=["maintainer"]
+# For the course's pipeline only (`make regenerate-baselines`); left out of student notebooks.
+from transformer_lab.baselines import record
+
+SEEDS = [0]  # the pipeline passes its training seeds here
+RESULTS = None  # and a JSON path that collects the measurements
+
 # %% tags=["parameters"]
 MODE = "auto"  # auto | full | quick | smoke | grade: how much compute the notebook spends
-SEEDS = [0]  # training seeds (the course's pipeline passes [0, 1, 2])
 DEVICE = "auto"  # auto | cpu | cuda | mps
-RESULTS = None  # the pipeline passes a JSON path here to collect the measurements
 
 # %%
 import inspect
@@ -28,7 +35,6 @@ import torch
 
 import transformer_lab as tl
 from checkpoints import attention as check
-from transformer_lab.baselines import record
 
 DEVICE, BUDGET = tl.start_notebook(MODE, DEVICE)
 
@@ -55,16 +61,17 @@ print(inspect.getsource(tl.MultiHeadAttention.forward))
 # 1. `n_parameters`: the number of parameters of the lab's configuration
 #    (`d_model` 128, `n_heads` 4, `n_layers` 4, `T_max` 128, 65 characters), **worked out by
 #    hand** from the layer shapes, as a sum you could defend. Do not call `count_parameters`.
+#    The LayerNorms and the feed-forward layer are counted for you; add the attention
+#    projections, the two embedding tables and the output layer.
 # 2. `attention_input_shape`: the shape of `Q` when `MultiHeadAttention` calls the attention
 #    function, as a tuple of names taken from `"B"`, `"T"`, `"n_heads"`, `"d_k"`, `"d_model"`.
 #
 # <details><summary>Hint</summary>
 #
-# Count one block first: two LayerNorms (a gain and a bias of `d_model` each), `W_Q`, `W_K`,
-# `W_V` without bias, `W_proj` with bias, and the feed-forward layer
-# (`d_model → 4·d_model → d_model`, both with bias). Then add the two embedding tables, the
-# final LayerNorm and the output layer `W_o` with its bias. For the shape, look at `split` in
-# the source printed above.
+# In a block, `W_Q`, `W_K` and `W_V` have no bias and `W_proj` has one. The token table has a
+# row per character, the position table a row per position up to `T_max`; the output layer
+# `W_o` maps `d_model` to the 65 characters, with a bias. For the shape, look at `split` in the
+# source printed above.
 #
 # </details>
 
@@ -72,12 +79,12 @@ print(inspect.getsource(tl.MultiHeadAttention.forward))
 # %% nbgrader={"grade": false, "grade_id": "ex0_read_the_model", "locked": false, "solution": true, "schema_version": 3}
 def read_the_model():
     """Return (n_parameters, attention_input_shape) for the lab's MiniGPT."""
-    ### BEGIN SOLUTION
     d_model, n_layers, T_max, vocab = 128, 4, 128, 65
     d_ff = 4 * d_model
-    layer_norm = 2 * d_model
+    layer_norm = 2 * d_model  # a gain and a bias; each block has two, the model one more
+    feed_forward = (d_model * d_ff + d_ff) + (d_ff * d_model + d_model)  # both with bias
+    ### BEGIN SOLUTION
     attention = 3 * d_model * d_model + (d_model * d_model + d_model)
-    feed_forward = (d_model * d_ff + d_ff) + (d_ff * d_model + d_model)
     block = 2 * layer_norm + attention + feed_forward
     embeddings = vocab * d_model + T_max * d_model
     output = layer_norm + d_model * vocab + vocab
@@ -208,6 +215,8 @@ for d_k in SPREAD_D_K:
         f"(sqrt(d_k) = {math.sqrt(d_k):5.2f}),  "
         f"std of q·k / sqrt(d_k) = {spread[d_k]['scaled']:.3f}"
     )
+
+# %% tags=["maintainer"]
 record(RESULTS, {"score_spread": {str(d_k): s for d_k, s in spread.items()}})
 
 # %% [markdown]
@@ -215,14 +224,15 @@ record(RESULTS, {"score_spread": {str(d_k): s for d_k, s in spread.items()}})
 #
 # Below, one random query reads ten random keys, for several $d_k$. Each panel shows the same
 # scores turned into weights twice: $\mathrm{softmax}(q^\top k_i)$ and
-# $\mathrm{softmax}(q^\top k_i / \sqrt{d_k})$, the second with your function.
+# $\mathrm{softmax}(q^\top k_i / \sqrt{d_k})$, the second with your function. One draw can
+# mislead, so the cell also prints the largest weight of a row averaged over 1,000 draws.
 #
 # **Predict first.** As $d_k$ grows from 4 to 256, what happens to the largest weight of each row?
 
 # %%
 ROW_D_K = (4, 16, 64, 256)
 fig, axes = plt.subplots(1, len(ROW_D_K), figsize=(3.2 * len(ROW_D_K), 2.8), sharey=True)
-g = torch.Generator().manual_seed(1)
+g = torch.Generator().manual_seed(3)
 for ax, d_k in zip(axes, ROW_D_K, strict=True):
     q, keys = torch.randn(1, d_k, generator=g), torch.randn(10, d_k, generator=g)
     unscaled = torch.softmax(q @ keys.T, dim=-1)[0]
@@ -236,10 +246,19 @@ axes[0].set_ylabel("attention weight α")
 axes[0].legend(fontsize=8)
 fig.tight_layout()
 plt.show()
+for d_k in ROW_D_K:
+    q, keys = torch.randn(1000, 1, d_k, generator=g), torch.randn(1000, 10, d_k, generator=g)
+    scores = q @ keys.transpose(-2, -1)  # (1000, 1, 10): one row of scores per draw
+    _, A = scaled_dot_product_attention(q, keys, torch.eye(10))
+    print(
+        f"d_k = {d_k:>3}: largest weight of a row, mean of 1,000 draws: "
+        f"{torch.softmax(scores, -1).amax(-1).mean():.2f} without scaling, "
+        f"{A.amax(-1).mean():.2f} with 1/√d_k"
+    )
 
 # %% [markdown]
-# Without the scaling the spread of the scores grows as $\sqrt{d_k}$ and the row collapses onto
-# one key; a one-hot softmax passes almost no gradient, since
+# Without the scaling the spread of the scores grows as $\sqrt{d_k}$ and the row tends to
+# collapse onto one key as $d_k$ grows (the averages above say how often); a one-hot softmax passes almost no gradient, since
 # $\partial\alpha_{t,i}/\partial\,\mathrm{score}_j = \alpha_{t,i}(\mathbb 1[i=j]-\alpha_{t,j})$
 # is near 0 when every weight is near 0 or 1. With the scaling the row keeps the same moderate
 # shape at every $d_k$. These are random vectors: a picture of the first training step only.

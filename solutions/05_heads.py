@@ -11,11 +11,16 @@
 # As before, the exercise is a `# TODO` stub with a folded **hint** above it, and the
 # **checkpoint** under it passes with a ✅ line or names the likely mistake.
 
+# %% tags=["maintainer"]
+# For the course's pipeline only (`make regenerate-baselines`); left out of student notebooks.
+from transformer_lab.baselines import record
+
+SEEDS = [0]  # the pipeline passes its training seeds here
+RESULTS = None  # and a JSON path that collects the measurements
+
 # %% tags=["parameters"]
 MODE = "auto"  # auto | full | quick | smoke | grade: how much compute the notebook spends
-SEEDS = [0]  # training seeds (the course's pipeline passes [0, 1, 2])
 DEVICE = "auto"  # auto | cpu | cuda | mps
-RESULTS = None  # the pipeline passes a JSON path here to collect the measurements
 
 # %%
 import matplotlib.pyplot as plt
@@ -24,40 +29,22 @@ from matplotlib.patches import Rectangle
 
 import transformer_lab as tl
 from checkpoints import heads as check
-from transformer_lab.baselines import record, recorded_distances
-from transformer_lab.saving import TRAINED_GPT, load_gpt, save_gpt
+from transformer_lab.baselines import recorded_distances
 
 DEVICE, BUDGET = tl.start_notebook(MODE, DEVICE)
 
 # %% [markdown]
 # ## The model you are looking at
 #
-# Notebook 04 saved its trained model as `mini_gpt.pt` beside the notebook. If that file is
-# here, the next cell loads it. If not (a fresh Colab runtime, or notebook 04 not run), it
-# trains one now with the provided loop, at this notebook's budget and the lab's GPT learning
-# rate: a few minutes on a GPU at the full budget, several on a CPU at the quick one,
-# seconds in the `smoke` and `grade` modes (where the heads learn next to nothing).
-#
-# Whatever happens, the cell prints which model you are looking at. Every number below belongs
-# to that model and its budget, not to "the transformer" in general.
+# Notebook 04 saves its trained model as `mini_gpt.pt` beside the notebook. If you ran it in
+# this runtime, the next cell loads that model. In a fresh runtime (every Colab notebook gets
+# its own) it loads the mini-GPT the course trained and recorded with its baselines, nearest
+# to your budget and device. It prints which one you are looking at: every number below
+# belongs to that model and its budget, not to "the transformer" in general.
 
 # %%
 corpus = tl.load_corpus(DEVICE)
-if TRAINED_GPT.is_file():
-    model, info = load_gpt(TRAINED_GPT, DEVICE)
-    origin = f"loaded from {TRAINED_GPT}"
-else:
-    tl.set_seed(SEEDS[0])
-    model = tl.MiniGPT()
-    history = tl.train_lm(
-        model, corpus, BUDGET, lr=tl.DEFAULT_LR["gpt"], seed=SEEDS[0], desc="mini-GPT"
-    )
-    info = {"budget": BUDGET.name, "seed": SEEDS[0], "val_nats": history.val_loss[-1][1]}
-    origin = f"trained here in {history.wall_time_s:.0f} s"
-    if BUDGET.name in ("quick", "full"):  # worth keeping: a rerun will load it
-        save_gpt(model, **info, trained_by="05_heads")
-        origin += f", saved to {TRAINED_GPT}"
-model = model.to(DEVICE).eval()
+model, info, origin = tl.load_trained_gpt(BUDGET.name, DEVICE)
 budget = tl.BUDGETS.get(info.get("budget"))
 described = (
     f"{budget.name} budget (batch {budget.batch_size} x {budget.steps:,} steps)"
@@ -68,12 +55,12 @@ losses = [
     f"{k.removesuffix('_nats')} loss {v:.3f} nats" for k, v in info.items() if k.endswith("_nats")
 ]
 facts = [described, f"seed {info.get('seed', '?')}", *losses]
-print(f"Looking at: the mini-GPT {origin}; " + ", ".join(facts) + ".")
+print(f"Looking at {origin}: " + ", ".join(facts) + ".")
 if budget and budget.name in ("smoke", "grade") and BUDGET.name in ("quick", "full"):
     print(
         f"Warning: this model trained for only {budget.steps} steps, so its heads are close to "
-        f"their random start. Run notebook 04 at the {BUDGET.name} budget, or delete "
-        f"{TRAINED_GPT} and rerun this cell."
+        f"their random start. Run notebook 04 at the {BUDGET.name} budget first, or delete "
+        f"{tl.TRAINED_GPT} and rerun this cell to use the recorded model."
     )
 
 # %% [markdown]
@@ -171,12 +158,15 @@ ax.set_title("How far back each head reads (characters)")
 fig.colorbar(image, ax=ax, label="mean distance D (31.75 = uniform)")
 fig.tight_layout()
 plt.show()
+
+# %% tags=["maintainer"]
 record(RESULTS, {"mean_attention_distance": distances.tolist()})
 
 # %% [markdown]
 # Layers and heads are numbered from 1 here, as in the lecture; in code, layer 1 is index 0.
-# For comparison, the distances the course recorded for this budget and device class (from
-# `data/baselines.json`); yours depend on the budget and the seed.
+# For comparison, the distances the course recorded for this budget and device class, or the
+# nearest recorded run (from `data/baselines.json`); yours depend on the model, the budget and
+# the seed.
 
 # %%
 print(recorded_distances(BUDGET.name, DEVICE))

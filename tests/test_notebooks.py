@@ -33,6 +33,8 @@ def test_student_notebook_shape(name):
     text = json.dumps(nb)
     assert "BEGIN SOLUTION" not in text and "HIDDEN TESTS" not in text
     assert "colab-badge.svg" in nb.cells[1].source
+    for plumbing in ("SEEDS", "RESULTS", "record(", notebook_build.MAINTAINER_TAG):
+        assert plumbing not in text, f"maintainer plumbing in the student notebook: {plumbing}"
     assert any("parameters" in c.metadata.get("tags", []) for c in nb.cells)
     for i, cell in enumerate(nb.cells):
         if cell.cell_type == "code":
@@ -79,6 +81,19 @@ def test_student_notebook_stops_at_each_checkpoint(name, tmp_path):
             assert errors[0].ename == "NotDoneYet" and "not done yet" in errors[0].evalue
 
 
+@pytest.mark.parametrize("name", NAMES)
+def test_the_pipeline_runs_the_maintainer_cells_students_do_not_get(name):
+    path = ROOT / "solutions" / f"{name}.py"
+    pipeline_nb = notebook_build.source_notebook(path, maintainer=True)
+    tagged = [
+        c for c in pipeline_nb.cells if notebook_build.MAINTAINER_TAG in c.metadata.get("tags", [])
+    ]
+    records = path.read_text().count("record(RESULTS")  # every measurement the pipeline keeps
+    assert sum(c.source.count("record(RESULTS") for c in tagged) == records
+    student = notebook_build.source_notebook(path)
+    assert len(student.cells) == len(pipeline_nb.cells) - len(tagged)
+
+
 def test_folds_render_as_html_details_with_code_inside():
     """nbconvert's Markdown renderer (as JupyterLab's) keeps <details> and renders the fenced
     code inside it, because the fold leaves a blank line after <summary> and before </details>."""
@@ -100,6 +115,7 @@ def test_graded_release_has_no_solutions_or_hidden_tests_and_keeps_grade_ids(tmp
         release = nbformat.read(tmp_path / "course" / "release" / name / f"{name}.ipynb", 4)
         text = json.dumps(release)
         assert "BEGIN SOLUTION" not in text and "HIDDEN TESTS" not in text
+        assert "RESULTS" not in text and "record(" not in text  # no maintainer cells
         stub = notebook_build.CODE_STUB.splitlines()[-1]  # nbgrader indents it
         assert any(stub in c.source for c in release.cells)
 

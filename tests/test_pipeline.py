@@ -19,6 +19,7 @@ from transformer_lab.pipeline import (
     summarise_seeds,
     validate,
 )
+from transformer_lab.saving import sha256
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -66,6 +67,9 @@ def test_smoke_run_end_to_end(tmp_path):
     assert {"trigram", "5gram", "gpt", "lstm"} <= set(rows)
     assert set(run["results"]["score_spread"]) == {"16", "64", "256"}
     assert (tmp_path / "work" / "smoke-cpu" / "executed").is_dir()  # kept for inspection
+    model = p["model"]  # the seed-0 mini-GPT travels with the course, checked by its digest
+    assert model["seed"] == 0 and model["file"] == "mini_gpt-smoke-cpu.pt"
+    assert sha256(tmp_path / model["file"]) == model["sha256"]
 
 
 def test_a_failing_notebook_leaves_the_file_untouched(tmp_path):

@@ -129,3 +129,39 @@ def test_cpu_threads_follow_physical_cores_unless_set(monkeypatch):
         assert configure_cpu_threads() == physical_cores() >= 1
     finally:
         torch.set_num_threads(before)
+
+
+def test_the_t4_precision_policy_runs_on_a_cpu(corpus):
+    """fp16 autocast with a GradScaler, as on a T4 (compute capability 7.5), forced on a CPU:
+    training steps through the scaler, and the model then evaluates and samples."""
+    from transformer_lab import evaluate_gpt, generate
+    from transformer_lab.runtime import Precision
+
+    fp16 = Precision("fp16", "cpu")
+    model = MiniGPT()
+    start = {k: v.detach().clone() for k, v in model.named_parameters()}
+    history = train_lm(model, corpus, BUDGETS["smoke"], lr=3e-3, precision=fp16, progress=False)
+    losses = [loss for _, loss in history.train_loss + history.val_loss]
+    assert history.precision == "fp16" and all(torch.isfinite(torch.tensor(losses)))
+    assert history.loss_scale is not None and history.loss_scale > 0  # the scaler ran
+    # every parameter moved: optimizer steps went through the scaler, not all skipped as inf
+    assert all(not torch.equal(start[k], v) for k, v in model.named_parameters())
+    assert history.train_loss[-1][1] < history.train_loss[0][1]
+    assert torch.isfinite(torch.tensor(evaluate_gpt(model, corpus).nats))
+    with fp16.autocast():
+        out = generate(model, corpus.vocab.encode("ROMEO:\n"), 20, seed=0)
+    assert len(out.ids) == 20
+
+
+def test_no_scaler_outside_fp16(corpus):
+    history = train_lm(MiniGPT(), corpus, BUDGETS["grade"], lr=2e-3, progress=False)
+    assert history.precision == "fp32" and history.loss_scale is None
+
+
+def test_cuda_device_classes_follow_the_compute_capability(monkeypatch):
+    from transformer_lab.baselines import device_class
+
+    for capability, expected in (((7, 5), "cuda-fp16"), ((8, 0), "cuda-bf16")):
+        monkeypatch.setattr(torch.cuda, "get_device_capability", lambda d=None, c=capability: c)
+        assert precision_for("cuda").needs_scaler == (expected == "cuda-fp16")
+        assert device_class("cuda") == expected

@@ -26,7 +26,7 @@ from .runtime import (
     start_notebook,
 )
 from .sample import Generation, filter_probs, generate
-from .saving import TRAINED_GPT, load_gpt, save_gpt
+from .saving import TRAINED_GPT, load_gpt, load_trained_gpt, save_gpt
 from .train import DEFAULT_LR, LAB3_RECIPE, TrainHistory, choose_lr, train_lm
 
 __all__ = [
@@ -60,6 +60,7 @@ __all__ = [
     "generate",
     "load_corpus",
     "load_gpt",
+    "load_trained_gpt",
     "pick_device",
     "precision_for",
     "resolve_device",

@@ -56,6 +56,43 @@ def _rows(run: dict) -> dict:
     return run.get("results", {}).get("rows", {})
 
 
+# Where nothing is recorded for a device class, the nearest one is shown: these in this order.
+DEVICE_CLASSES = ("cuda-fp16", "cuda-bf16", "cpu", "mps")
+MODES = ("full", "quick")  # smoke runs are for tests: shown only when asked for
+
+
+def nearest_run(mode: str, device, has=None, baselines: dict | None = None):
+    """(key, run) recorded for this mode and device class; else the same mode on another device
+    class, then the other mode; None where nothing is recorded. `has(run)` picks only runs that
+    hold what the caller needs."""
+    baselines = load_baselines() if baselines is None else baselines
+    runs = (baselines or {}).get("runs", {})
+    wanted = device_class(device)
+    classes = [wanted, *(c for c in DEVICE_CLASSES if c != wanted)]
+    for m in dict.fromkeys([mode, *MODES]):
+        for c in classes:
+            run = runs.get(f"{m}/{c}")
+            if run is not None and (has is None or has(run)):
+                return f"{m}/{c}", run
+    return None
+
+
+def provenance_line(key: str, run: dict, wanted: str) -> str:
+    """Where and how a recorded run was measured; says so when it is not the student's own."""
+    p = run["provenance"]
+    line = (
+        f"Recorded by `make regenerate-baselines` on {p['device']} ({p['precision']}), "
+        f"mode `{p['mode']}` (batch {p['batch_size']} × {p['steps']:,} steps), seeds "
+        f"{', '.join(map(str, p['seeds']))}, commit `{p['git_commit'][:10]}`, {p['date'][:10]}."
+    )
+    if key != wanted:
+        line += (
+            f" Nothing is recorded for your `{wanted}` yet, so this is the nearest recorded run, "
+            f"`{key}`: compare shapes and orders, not the last digits."
+        )
+    return line
+
+
 def lab3_lstm_row(baselines: dict | None = None):
     """Lab 3's own LSTM run as a ResultRow, from any recorded run that has it."""
     from .report import ResultRow
@@ -79,21 +116,17 @@ def _band(entry: dict) -> str:
 def after_the_lab(
     mode: str, device, gpt_nats: float | None = None, lstm_nats: float | None = None
 ) -> str:
-    """Markdown: the recorded table for this mode and device class, and your run beside it."""
-    baselines = load_baselines()
-    key = run_key(mode, device)
-    run = (baselines or {}).get("runs", {}).get(key)
-    if run is None:
-        recorded = ", ".join(sorted((baselines or {}).get("runs", {}))) or "none"
+    """Markdown: the recorded table for this mode and device class (or the nearest recorded
+    one), and your run beside it."""
+    found = nearest_run(mode, device, has=_rows)
+    if found is None:
         return (
-            f"No measurements are recorded for `{key}` yet (recorded: {recorded}). "
-            "A maintainer records them with `make regenerate-baselines`."
+            "No measurements are recorded yet. A maintainer records them with "
+            "`make regenerate-baselines`."
         )
-    p = run["provenance"]
+    key, run = found
     lines = [
-        f"Recorded by `make regenerate-baselines` on {p['device']} ({p['precision']}), "
-        f"mode `{p['mode']}` (batch {p['batch_size']} × {p['steps']:,} steps), seeds "
-        f"{', '.join(map(str, p['seeds']))}, commit `{p['git_commit'][:10]}`, {p['date']}.",
+        provenance_line(key, run, run_key(mode, device)),
         "",
         "| model | parameters | test nats/char (mean; seed range) | perplexity | bits/char |",
         "|---|---:|---|---:|---:|",
@@ -133,15 +166,21 @@ def record(results_path: str | Path | None, entries: dict) -> None:
 
 
 def recorded_distances(mode: str, device, baselines: dict | None = None) -> str:
-    """The recorded mean attention distance of every head, as text, or why there is none."""
-    baselines = load_baselines() if baselines is None else baselines
-    key = run_key(mode, device)
-    run = (baselines or {}).get("runs", {}).get(key)
-    distances = (run or {}).get("results", {}).get("mean_attention_distance")
-    if not distances:
-        return f"No mean attention distances are recorded for `{key}` yet."
-    p = run["provenance"]
-    lines = [f"Recorded for {key} ({p['device']}, seed {p['seeds'][0]}, {p['date'][:10]}):"]
+    """The recorded mean attention distance of every head (for this mode and device class, or
+    the nearest recorded run), as text, or why there is none."""
+
+    def distances_of(run: dict):
+        return run.get("results", {}).get("mean_attention_distance")
+
+    found = nearest_run(mode, device, has=distances_of, baselines=baselines)
+    if found is None:
+        return "No mean attention distances are recorded yet."
+    key, run = found
+    distances = distances_of(run)
+    lines = [
+        provenance_line(key, run, run_key(mode, device)),
+        f"Seed {run['provenance']['seeds'][0]}:",
+    ]
     for layer, heads in enumerate(distances, start=1):
         lines.append(f"  layer {layer}: " + "  ".join(f"{d:5.1f}" for d in heads))
     return "\n".join(lines)

@@ -35,6 +35,9 @@ COLAB_PIPELINE = ROOT / "grader" / "regenerate_baselines_colab.py"
 CODE_STUB = '# TODO: your code here\nraise NotImplementedError("not done yet")'
 TEXT_STUB = "_Your answer here._"
 
+# Cells with this tag belong to the baselines pipeline (recording measurements, extra seeds):
+# papermill runs them from solutions/, and no student flavour carries them.
+MAINTAINER_TAG = "maintainer"
 SOLUTION_MARKERS = re.compile(r"^[ \t]*### (BEGIN|END) SOLUTION[ \t]*(\n|$)", re.MULTILINE)
 COLAB = "https://colab.research.google.com"
 
@@ -61,12 +64,12 @@ def _header(name: str, config: dict):
     setup = (
         "# Setup. On Colab: fetch the course at its pinned ref, install its helper package\n"
         "# (Colab's own torch is kept) and work from its notebooks/ folder, where the recorded\n"
-        "# baselines (../data/baselines.json) are found. Elsewhere this cell does nothing.\n"
+        "# baselines and model (../data/) are found. Elsewhere this cell does nothing.\n"
         "import sys\n\n"
         'if "google.colab" in sys.modules:\n'
         "    import os\n"
         "    import subprocess\n\n"
-        '    course = "/content/transformer-lab"\n'
+        '    course = os.path.expanduser("~/transformer-lab")\n'
         "    if not os.path.isdir(course):\n"
         f'        url, ref = "{repo}", "{ref}"\n'
         '        clone = ["git", "clone", "-q", "--depth", "1", "--branch", ref, url, course]\n'
@@ -78,13 +81,19 @@ def _header(name: str, config: dict):
     return nbformat.v4.new_markdown_cell(badge), nbformat.v4.new_code_cell(setup)
 
 
-def source_notebook(path: Path):
-    """The nbgrader source notebook: the solution file as a notebook, with badge and setup."""
+def source_notebook(path: Path, maintainer: bool = False, config: dict | None = None):
+    """The nbgrader source notebook: the solution file as a notebook, with badge and setup.
+
+    maintainer: keep the pipeline's cells (tagged "maintainer"), as papermill runs them.
+    config: the [tool.transformer-lab.notebooks] settings (repository, ref), default pyproject's.
+    """
     import jupytext
     import nbformat
 
     nb = jupytext.read(path)
-    config = settings()
+    if not maintainer:
+        nb.cells = [c for c in nb.cells if MAINTAINER_TAG not in c.metadata.get("tags", [])]
+    config = config or settings()
     badge, setup = _header(path.stem, config)
     nb.cells[1:1] = [badge, setup]  # after the title
     nb.metadata = nbformat.from_dict(

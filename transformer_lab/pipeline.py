@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import math
 import os
 import platform
@@ -35,6 +36,7 @@ import torch
 from . import notebook_build
 from .baselines import device_class
 from .runtime import BUDGETS, device_name, precision_for, resolve_device, resolve_mode
+from .saving import TRAINED_GPT, sha256
 
 ROOT = notebook_build.ROOT
 BASELINES = ROOT / "data" / "baselines.json"
@@ -149,11 +151,19 @@ def summarise_seeds(rows: dict) -> dict:
     return rows
 
 
+def _known_parameters(record: logging.LogRecord) -> bool:
+    # SEEDS and RESULTS live in the maintainer cell, not the parameters cell; that is by design.
+    return not record.getMessage().startswith("Passed unknown parameter")
+
+
+logging.getLogger("papermill").addFilter(_known_parameters)
+
+
 def _execute(source: Path, workdir: Path, parameters: dict) -> float:
     import papermill
 
     notebook = workdir / f"{source.stem}.ipynb"
-    notebook_build.write(notebook_build.source_notebook(source), notebook)
+    notebook_build.write(notebook_build.source_notebook(source, maintainer=True), notebook)
     executed = workdir / "executed" / notebook.name
     executed.parent.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
@@ -199,13 +209,22 @@ def run_pipeline(
     workdir = Path(workdir) / key.replace("/", "-")
     workdir.mkdir(parents=True, exist_ok=True)
     results_path = workdir / "results.json"
-    results_path.unlink(missing_ok=True)
+    trained = workdir / TRAINED_GPT  # what 04 saves beside itself, with SEEDS[0]
+    for stale in (results_path, trained):
+        stale.unlink(missing_ok=True)
     run = {
         "mode": mode,
         "device_class": device_class(device),
         "provenance": provenance(mode, seeds, device),
     }
-    parameters = {"MODE": mode, "SEEDS": seeds, "DEVICE": str(device), "RESULTS": str(results_path)}
+    # SEED: the seed a student's run trains (04); SEEDS and RESULTS go to the maintainer cells.
+    parameters = {
+        "MODE": mode,
+        "DEVICE": str(device),
+        "SEED": seeds[0],
+        "SEEDS": seeds,
+        "RESULTS": str(results_path),
+    }
     sources = list(sources or notebook_build.sources())
     if budgets is None:
         budgets = budgets_for(mode, device, seeds, [s.stem for s in sources])
@@ -229,6 +248,10 @@ def run_pipeline(
     run["results"] = results
 
     out = Path(out)
+    if trained.is_file():  # the seed-0 model travels with the course, for notebooks 05 and 06
+        model_file = out.parent / f"mini_gpt-{key.replace('/', '-')}.pt"
+        os.replace(trained, model_file)
+        p["model"] = {"file": model_file.name, "sha256": sha256(model_file), "seed": seeds[0]}
     baselines = json.loads(out.read_text(encoding="utf-8")) if out.is_file() else dict(EMPTY)
     baselines["runs"] = {**baselines["runs"], key: run}
     baselines["runs"] = dict(sorted(baselines["runs"].items()))

@@ -1,5 +1,8 @@
 """Generation: temperature, then top-k, then top-p; EOS and length stops; optional KV cache.
 
+As in the lab, the sampler recomputes: every step re-reads the last T_max characters. The KV
+cache is the optional extension of notebook 06 (`use_cache=True`).
+
 Filter order and tie-breaking are part of the protocol (Module 3, section 12.1): equal
 probabilities are ranked by token id, the candidate that crosses the top-p threshold is kept, and
 top-p is measured within what top-k kept. The result is renormalised.
@@ -59,12 +62,14 @@ def generate(
     top_p: float | None = None,
     eos_id: int | None = None,
     seed: int | None = None,
-    use_cache: bool = True,
+    use_cache: bool = False,
 ) -> Generation:
     """Sample up to max_new_tokens after `prompt` from a MiniGPT (or CharLSTM) in eval mode.
 
-    The GPT reads at most its last T_max tokens. With use_cache, keys and values of earlier
-    positions are kept; once the window slides, positions shift, so the window is recomputed.
+    The GPT reads at most its last T_max tokens, recomputed at every step. With use_cache, keys
+    and values of earlier positions are kept instead; but once the text is longer than T_max the
+    window slides, every learned absolute position shifts by one, and the cache must restart at
+    each step: the cache only pays while the text fits in T_max.
     """
     prompt = prompt.tolist() if isinstance(prompt, torch.Tensor) else list(prompt)
     if not prompt:

@@ -43,6 +43,7 @@ class TrainHistory:
     val_loss: list[tuple[int, float]] = field(default_factory=list)  # (step, estimate)
     wall_time_s: float = 0.0
     compiled: bool = False  # True when torch.compile ran the training steps
+    loss_scale: float | None = None  # the GradScaler's final scale (fp16 only)
 
     @property
     def tokens_per_s(self) -> float:
@@ -226,6 +227,7 @@ def train_lm(
         if done % budget.eval_every == 0 or done == budget.steps:
             validate(done)
     history.wall_time_s = time.perf_counter() - start
+    history.loss_scale = scaler.get_scale() if scaler.is_enabled() else None
     bar.close()
     model.eval()
     return history

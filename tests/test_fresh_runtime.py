@@ -1,0 +1,116 @@
+""" "Open in Colab", network aside: each workshop notebook, its exercises solved, runs from top to
+bottom alone, as in a fresh Colab runtime. An empty working folder, a fresh HOME and kernel, a
+stand-in `google.colab` module imported at kernel start (as Colab does), and the setup cell
+cloning the course at its pinned ref and pip-installing it, from a local copy of this checkout
+instead of GitHub. No notebook may need a file that another one wrote."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from transformer_lab import notebook_build
+
+ROOT = Path(__file__).resolve().parents[1]
+REF = "v-fresh-runtime-test"
+WHERE = "import checkpoints, transformer_lab\nprint('imported from', transformer_lab.__file__)\n"
+
+
+def _git(*args: str, cwd: Path) -> None:
+    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True)
+
+
+@pytest.fixture(scope="module")
+def course_repository(tmp_path_factory) -> Path:
+    """This checkout as it is now (committed or not), as a repository tagged with the ref."""
+    repo = tmp_path_factory.mktemp("origin")
+    listed = subprocess.run(
+        ["git", "ls-files", "-co", "--exclude-standard", "-z"],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    for name in filter(None, listed.split("\0")):
+        if (ROOT / name).is_file():
+            (repo / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, repo / name)
+    _git("init", "-q", cwd=repo)
+    _git("add", "-A", cwd=repo)
+    _git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "course", cwd=repo)
+    _git("tag", REF, cwd=repo)
+    return repo
+
+
+def solved_workshop(path: Path, config: dict) -> nbformat.NotebookNode:
+    """The workshop flavour a student opens, every exercise cell filled with its solution."""
+    source = notebook_build.source_notebook(path, config=config)
+    solutions = {
+        cell.metadata["nbgrader"]["grade_id"]: notebook_build.SOLUTION_MARKERS.sub("", cell.source)
+        for cell in source.cells
+        if cell.metadata.get("nbgrader", {}).get("solution")
+    }
+    nb = notebook_build.workshop_notebook(source)
+    for cell in nb.cells:
+        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
+        if grade_id in solutions:
+            cell.source = solutions[grade_id]
+    return nb
+
+
+def fresh_runtime(tmp_path: Path) -> dict[str, str]:
+    """HOME, PYTHONPATH and pip settings of a fresh runtime: the course installs into its own
+    folder, not into the environment that runs the tests."""
+    home, site, standin = tmp_path / "home", tmp_path / "site", tmp_path / "standin"
+    startup = home / ".ipython" / "profile_default" / "startup"
+    startup.mkdir(parents=True)
+    (startup / "00-colab.py").write_text("import google.colab\n")  # Colab imports it at start
+    (standin / "google" / "colab").mkdir(parents=True)
+    (standin / "google" / "__init__.py").write_text("")
+    (standin / "google" / "colab" / "__init__.py").write_text('"""Stand-in for Colab."""\n')
+    site.mkdir()
+    return {
+        "PATH": os.environ["PATH"],
+        "HOME": str(home),
+        "PYTHONPATH": os.pathsep.join([str(standin), str(site)]),
+        "PIP_TARGET": str(site),
+        "PIP_NO_DEPS": "1",  # torch and the rest are Colab's own
+        "PIP_NO_BUILD_ISOLATION": "0",
+        "PIP_QUIET": "1",
+        "TRANSFORMER_LAB_DATA": os.environ["TRANSFORMER_LAB_DATA"],
+        "MPLBACKEND": "Agg",
+        "OMP_NUM_THREADS": "2",
+        "LANG": "C.UTF-8",
+    }
+
+
+@pytest.mark.parametrize("path", notebook_build.sources(), ids=lambda p: p.stem)
+def test_each_notebook_runs_alone_in_a_fresh_runtime(path, course_repository, tmp_path):
+    config = {"repository": course_repository.as_uri(), "ref": REF}
+    nb = solved_workshop(path, config)
+    nb.cells.append(nbformat.v4.new_code_cell(WHERE))
+    content = tmp_path / "content"  # Colab's empty working folder
+    content.mkdir()
+    notebook = content / f"{path.stem}.ipynb"
+    nbformat.write(nb, notebook)
+    env = fresh_runtime(tmp_path)
+    done = subprocess.run(
+        [sys.executable, "-m", "papermill", notebook, notebook, "-p", "MODE", "smoke"]
+        + ["--cwd", content, "-k", "python3", "--no-progress-bar"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    clone = Path(env["HOME"]) / "transformer-lab"
+    assert (clone / "notebooks").is_dir()  # the setup cell cloned the course
+    printed = nbformat.read(notebook, 4).cells[-1].outputs[0]["text"]
+    assert env["PIP_TARGET"] in printed  # and the notebook ran on the course it installed
+    assert sorted(p.name for p in content.iterdir()) == [notebook.name]  # nothing left behind
