@@ -9,7 +9,9 @@ TORCH_SPEC ?= torch==2.13.0
 MODEL ?= gpt
 BUDGET ?= quick
 MODE ?= auto
-SEEDS ?= 0
+# Empty: the seeds recorded for that mode and device class, measured again.
+SEEDS ?=
+REPLACE ?=
 DEVICE ?= auto
 WORKERS ?= 2
 SUBMISSIONS ?= submissions
@@ -32,17 +34,17 @@ $(VENV)/.installed: pyproject.toml
 
 setup: $(VENV)/.installed ## create .venv and install the package (once; minutes)
 
-regenerate-baselines: setup ## run the solution notebooks, refresh data/baselines.json: MODE=auto|full|quick|smoke SEEDS=0,1,2 (quick on 2 CPU cores: ~6 min a seed)
-	$(PY) -m transformer_lab.pipeline --mode $(MODE) --seeds $(SEEDS) --device $(DEVICE)
+regenerate-baselines: setup ## run the solution notebooks, refresh data/: MODE=auto|full|quick|smoke [SEEDS=0,1,2 [REPLACE=1]] (quick on 2 CPU cores: ~5 min a seed)
+	$(PY) -m maintainer.pipeline --mode $(MODE) --device $(DEVICE) $(if $(SEEDS),--seeds $(SEEDS)) $(if $(REPLACE),--replace)
 
 train: setup ## train and score one model: MODEL=gpt|lstm|trigram|5gram BUDGET=quick|full|smoke (quick GPT: ~5 min on 2 CPU cores)
 	$(PY) -m transformer_lab train --model $(MODEL) --budget $(BUDGET)
 
 notebooks: setup ## build notebooks/ and grader/course/{source,release} from solutions/ (~30 s)
-	$(PY) -m transformer_lab.notebook_build
+	$(PY) -m maintainer.notebook_build
 
 release: setup ## grading: nbgrader source/ and release/ in grader/course/ from solutions/ (~15 s)
-	$(PY) -m grader release
+	$(PY) -m maintainer.notebook_build --no-workshop
 
 collect: setup ## grading: sort a folder or zip of downloaded notebooks into submitted/: SUBMISSIONS=path
 	$(PY) -m grader collect "$(SUBMISSIONS)"
@@ -68,7 +70,7 @@ format: setup ## ruff: fix what can be fixed and format (seconds)
 	$(VENV)/bin/ruff format .
 
 bench: setup ## tokens/s, chars/s, peak memory: ours vs a plain loop, CPU (+GPU); writes docs/bench/ (~2 min)
-	$(PY) -m transformer_lab bench --device $(DEVICE)
+	$(PY) -m maintainer.bench --device $(DEVICE)
 
 clean: ## remove caches and build leftovers (keeps .venv)
 	rm -rf .pytest_cache .ruff_cache build *.egg-info

@@ -1,12 +1,12 @@
 """`python -m grader COMMAND`: the instructor's grading workflow on top of nbgrader.
 
-    python -m grader release                 source/ and release/ from solutions/
     python -m grader collect SUBMISSIONS     a folder or zip of downloads -> submitted/
     python -m grader autograde --workers 2   preflight, execute, score -> gradebook
     python -m grader feedback                HTML per student, hidden tests left out
     python -m grader export                  reports/grades.csv
 
-Every command takes --course (default grader/course) and writes its report to reports/.
+Every command takes --course (default grader/course) and writes its report to reports/. The
+release itself is built from solutions/ by `make release` (python -m maintainer.notebook_build).
 """
 
 from __future__ import annotations
@@ -18,24 +18,10 @@ from pathlib import Path
 
 from . import autograde as grading
 from . import collect as collecting
-from .course import COURSE, GradingError, assignments, nbgrader
-
-
-def release(course: Path) -> list[str]:
-    from transformer_lab import notebook_build
-
-    names = []
-    for path in notebook_build.sources():
-        target = course / "source" / path.stem / f"{path.stem}.ipynb"
-        notebook_build.write(notebook_build.source_notebook(path), target)
-        names.append(path.stem)
-    notebook_build.release(names, course)
-    return names
+from .course import COURSE, GradingError, assignments, cell_timeout, nbgrader, nbgrader_api
 
 
 def feedback(course: Path) -> None:
-    from transformer_lab.notebook_build import nbgrader_api
-
     api = nbgrader_api(course)
     for name in assignments(course):
         if any((course / "autograded").glob(f"*/{name}/{name}.ipynb")):
@@ -48,12 +34,13 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--course", type=Path, default=COURSE, help="the nbgrader course folder")
     commands = parser.add_subparsers(dest="command", required=True)
-    commands.add_parser("release", help="build source/ and release/ from solutions/")
     collect = commands.add_parser("collect", help="sort downloaded notebooks into submitted/")
     collect.add_argument("submissions", type=Path, help="a folder or a zip file")
     auto = commands.add_parser("autograde", help="grade everything in submitted/")
     auto.add_argument("--workers", type=int, default=os.cpu_count() or 1)
-    auto.add_argument("--cell-timeout", type=int, default=grading.CELL_TIMEOUT, help="seconds")
+    auto.add_argument(
+        "--cell-timeout", type=int, default=cell_timeout(), help="seconds (nbgrader_config.py)"
+    )
     auto.add_argument("--notebook-timeout", type=int, default=grading.NOTEBOOK_TIMEOUT)
     auto.add_argument("--memory-gb", type=float, default=grading.MEMORY_GB)
     auto.add_argument("--force", action="store_true", help="regrade unchanged submissions too")
@@ -71,9 +58,7 @@ def main(argv: list[str] | None = None) -> None:
     course = args.course.resolve()
     reports = course / "reports"
     try:
-        if args.command == "release":
-            print(f"released {', '.join(release(course))} in {course / 'release'}")
-        elif args.command == "collect":
+        if args.command == "collect":
             found = collecting.collect(args.submissions, course)
             reports.mkdir(parents=True, exist_ok=True)
             (reports / "collect.md").write_text(collecting.report(found), encoding="utf-8")

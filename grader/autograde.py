@@ -32,9 +32,9 @@ from tqdm.auto import tqdm
 
 from . import preflight, review, sandbox
 from .course import GRADER, GradingError, assignments, db_url, release_notebook
+from .course import cell_timeout as default_cell_timeout
 
 ROOT = GRADER.parent
-CELL_TIMEOUT = 60  # seconds; grading mode cells take a few, a slow laptop ten times that
 NOTEBOOK_TIMEOUT = 600  # seconds; the backstop for a kernel that ignores interrupts
 MEMORY_GB = 4.0
 QUIET = logging.getLogger("grader.nbgrader")
@@ -199,7 +199,7 @@ def prepare(course: Path, student: str, assignment: str, path: Path, release) ->
 def autograde(
     course: Path,
     workers: int = 2,
-    cell_timeout: int = CELL_TIMEOUT,
+    cell_timeout: int | None = None,
     notebook_timeout: int = NOTEBOOK_TIMEOUT,
     memory_gb: float = MEMORY_GB,
     force: bool = False,
@@ -211,6 +211,7 @@ def autograde(
     from transformer_lab.data import corpus_path
 
     course = Path(course)
+    cell_timeout = cell_timeout or default_cell_timeout()
     isolated = isolation(sandboxed)
     releases = {name: release_notebook(course, name) for name in assignments(course)}
     # The job reads the corpus from this verified copy; a sandboxed job sees no cache or network.
@@ -236,7 +237,8 @@ def autograde(
     command = job_command(cell_timeout, memory_gb)
     if sandboxed:
         command = sandbox.command(command, course, corpus)
-    env = {**os.environ, "TRANSFORMER_LAB_DATA": str(corpus)}
+    # grader/ is not installed: the job finds it in the checkout.
+    env = {**os.environ, "TRANSFORMER_LAB_DATA": str(corpus), "PYTHONPATH": str(ROOT)}
     # Notebook 04 trains; the longest jobs go first so that the workers finish together.
     pending.sort(key=lambda job: job[2].assignment.startswith("04"), reverse=True)
     with (

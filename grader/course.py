@@ -1,4 +1,4 @@
-"""The course folder nbgrader works in, and running nbgrader's own commands against it.
+"""The course folder nbgrader works in, its configuration, and running nbgrader against it.
 
 grader/course/                      (generated; ignored by git)
     source/NN_topic/NN_topic.ipynb      solutions and hidden tests (from solutions/)
@@ -12,6 +12,8 @@ grader/course/                      (generated; ignored by git)
 
 from __future__ import annotations
 
+import copy
+import functools
 import os
 import subprocess
 import sys
@@ -21,6 +23,7 @@ import nbformat
 
 GRADER = Path(__file__).resolve().parent
 COURSE = GRADER / "course"
+NBGRADER_CONFIG = GRADER / "nbgrader_config.py"
 
 
 class GradingError(RuntimeError):
@@ -36,7 +39,7 @@ def assignments(course: Path) -> list[str]:
     release = Path(course) / "release"
     names = sorted(p.name for p in release.glob("*") if (p / f"{p.name}.ipynb").is_file())
     if not names:
-        raise GradingError(f"nothing is released in {release}: run `python -m grader release`")
+        raise GradingError(f"nothing is released in {release}: run `make release`")
     return names
 
 
@@ -44,10 +47,56 @@ def release_notebook(course: Path, assignment: str) -> nbformat.NotebookNode:
     return nbformat.read(Path(course) / "release" / assignment / f"{assignment}.ipynb", 4)
 
 
+@functools.cache
+def nbgrader_config():
+    """grader/nbgrader_config.py, loaded: stubs, cell timeout, feedback preprocessors."""
+    from traitlets.config.loader import PyFileConfigLoader
+
+    return PyFileConfigLoader(NBGRADER_CONFIG.name, path=str(NBGRADER_CONFIG.parent)).load_config()
+
+
+def code_stub() -> str:
+    return nbgrader_config().ClearSolutions.code_stub["python"]
+
+
+def cell_timeout() -> int:
+    return nbgrader_config().Execute.timeout
+
+
+def _scripts_on_path(env: dict) -> dict:
+    """nbgrader runs `alembic` for its gradebook: put this interpreter's scripts on the PATH."""
+    scripts = str(Path(sys.executable).parent)
+    if scripts in env.get("PATH", "").split(os.pathsep):
+        return env
+    return {**env, "PATH": os.pathsep.join([scripts, env.get("PATH", "")])}
+
+
+def nbgrader_api(course: Path):
+    """nbgrader's own API on `course` with the course's configuration (one start-up for any
+    number of commands, where each `nbgrader` command line pays several seconds)."""
+    from nbgrader.apps import NbGraderAPI
+    from nbgrader.coursedir import CourseDirectory
+
+    os.environ.update(_scripts_on_path(dict(os.environ)))
+    config = copy.deepcopy(nbgrader_config())  # the cached one stays course-free
+    config.CourseDirectory.root = str(Path(course).resolve())
+    return NbGraderAPI(CourseDirectory(config=config), config=config)
+
+
+def release(names: list[str], course: Path) -> None:
+    """The graded release of source/NAME, by nbgrader itself: no solutions, no hidden tests."""
+    api = nbgrader_api(course)
+    for name in names:
+        result = api.generate_assignment(name, force=True)
+        if not result["success"]:
+            raise GradingError(
+                f"nbgrader generate_assignment {name} failed:\n{result['log']}{result['error']}"
+            )
+
+
 def nbgrader(course: Path, *args: str) -> None:
     """Run an nbgrader command on `course` with the course's nbgrader_config.py."""
-    # nbgrader runs `alembic` for its gradebook: put this interpreter's scripts on the PATH.
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    env = _scripts_on_path(dict(os.environ))
     done = subprocess.run(
         [
             sys.executable,

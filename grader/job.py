@@ -156,7 +156,7 @@ def run(raw: str, cell_timeout: int, memory_gb: float) -> dict:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--cell-timeout", type=int, default=60, help="seconds per cell")
+    parser.add_argument("--cell-timeout", type=int, required=True, help="seconds per cell")
     parser.add_argument("--memory-gb", type=float, default=4.0, help="address-space cap")
     args = parser.parse_args(argv)
     raw = sys.stdin.read()

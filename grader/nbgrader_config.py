@@ -1,17 +1,21 @@
-"""nbgrader configuration of the Transformer Lab course (grader/course is the course folder)."""
+"""nbgrader configuration of the Transformer Lab course (grader/course is the course folder).
+
+The one place for the stubs and the cell timeout: the notebook build and autograde read them
+from the loaded configuration (grader.course.nbgrader_config).
+"""
 
 import sys
 from pathlib import Path
 
-from transformer_lab.notebook_build import CODE_STUB, TEXT_STUB
-
 c = get_config()  # noqa: F821 (provided by nbgrader when it loads this file)
 
 c.CourseDirectory.course_id = "transformer-lab"
-# The same stubs as the workshop notebooks, so the checkpoints say "not done yet" in both.
-c.ClearSolutions.code_stub = {"python": CODE_STUB}
-c.ClearSolutions.text_stub = TEXT_STUB
-# Cells run by nbgrader itself (validate, a plain `nbgrader autograde`) get grading-mode time.
+# One stub for both student flavours: the checkpoints turn it into "Exercise N is not done yet".
+c.ClearSolutions.code_stub = {
+    "python": '# TODO: your code here\nraise NotImplementedError("not done yet")'
+}
+c.ClearSolutions.text_stub = "_Your answer here._"
+# Seconds a cell may run when graded: grading-mode cells take a few, a slow laptop ten times that.
 c.Execute.timeout = 60
 # Feedback shows each check's result and diagnosis, not the hidden tests' code.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))

@@ -12,39 +12,49 @@ against the explicit form at every precision the device runs natively. The table
 and written to docs/bench/<device class>.md with the machine, torch version, date and commit,
 so that no figure is typed into the docs by hand. Figures only; nothing here asserts a speed.
 
-    python -m transformer_lab bench                      # 20 timed steps per figure
-    python -m transformer_lab bench --steps 2 --eval-chars 500 --out -   # seconds; print only
-    python -m transformer_lab bench --compile            # also our loop under torch.compile
+    python -m maintainer.bench                      # 20 timed steps per figure (`make bench`)
+    python -m maintainer.bench --steps 2 --eval-chars 500 --out -   # seconds; print only
+    python -m maintainer.bench --compile            # also our loop under torch.compile
 """
 
 from __future__ import annotations
 
+import argparse
 import functools
 import math
 import multiprocessing
 import os
 import platform
 import random
-import subprocess
 import sys
 import time
 import traceback
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 
-from .baselines import device_class
-from .data import TEST_CHARS, VAL_END, Corpus, load_corpus
-from .evaluate import evaluate_gpt, evaluate_lstm, gpt_windows
-from .lstm import CharLSTM
-from .model import MiniGPT
-from .runtime import Budget, Precision, device_name, physical_cores, precision_for, set_seed
-from .train import T_DEFAULT, train_lm
+from transformer_lab.baselines import device_class
+from transformer_lab.data import TEST_CHARS, VAL_END, Corpus, load_corpus
+from transformer_lab.evaluate import evaluate_gpt, evaluate_lstm, gpt_windows
+from transformer_lab.lstm import CharLSTM
+from transformer_lab.model import MiniGPT
+from transformer_lab.runtime import (
+    Budget,
+    Precision,
+    configure_cpu_threads,
+    device_name,
+    physical_cores,
+    pick_device,
+    precision_for,
+    set_seed,
+)
+from transformer_lab.train import T_DEFAULT, train_lm
 
-ROOT = Path(__file__).resolve().parents[1]
+from . import ROOT, commit_label
+
 DOCS = ROOT / "docs" / "bench"
 BATCH_SIZE = 16
 EVAL_BATCH_SIZE = 64  # evaluate_gpt's default
@@ -232,7 +242,7 @@ def _isolation_context():
     # torch._dynamo too: the optimizer's first step imports it (and sympy), about 2 s.
     if "forkserver" in multiprocessing.get_all_start_methods():
         context = multiprocessing.get_context("forkserver")
-        context.set_forkserver_preload([__name__, "torch._dynamo"])
+        context.set_forkserver_preload(["maintainer.bench", "torch._dynamo"])
         return context
     return multiprocessing.get_context("spawn")
 
@@ -312,14 +322,6 @@ def _cpu_flags() -> set[str]:
     return set(_cpu_info().get("flags", "").split())
 
 
-def _git(*args: str) -> str:
-    try:
-        done = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True)
-    except OSError:
-        return ""
-    return done.stdout.strip() if done.returncode == 0 else ""
-
-
 def _machine(devices: list[torch.device], threads: int) -> str:
     cpu = _cpu_info().get("model name") or platform.processor() or platform.machine()
     line = (
@@ -339,14 +341,48 @@ def _mib(figure: Figure) -> str:
     return "-" if figure.peak_mib is None else f"{figure.peak_mib:,.0f}"
 
 
-def _table(header: list[str], left: int = 2) -> list[str]:
-    """A markdown table's header: the first `left` columns are text, the rest figures."""
+def _figures(a: Figure, b: Figure) -> list[str]:
+    """The common columns of a comparison: both rates, their ratio, both peaks."""
+    return [f"{a.rate:,.0f}", f"{b.rate:,.0f}", f"{b.rate / a.rate:.2f}x", _mib(a), _mib(b)]
+
+
+def _table(title: str, header: list[str], rows, left: int = 2) -> list[str]:
+    """A section: its heading and a markdown table whose first `left` columns are text."""
     align = ["---"] * left + ["---:"] * (len(header) - left)
-    return [_row(header), "|" + "|".join(align) + "|"]
+    lines = ["", f"## {title}", "", _row(header), "|" + "|".join(align) + "|"]
+    return lines + [_row(cells) for cells in rows]
 
 
 def _row(cells: list[str]) -> str:
     return "| " + " | ".join(cells) + " |"
+
+
+def _preamble(steps: int, eval_chars: int, compile: bool, devices, threads, idle) -> list[str]:
+    commit, dirty = commit_label(10)
+    options = (
+        (f" --steps {steps}" if steps != 20 else "")
+        + (f" --eval-chars {eval_chars}" if eval_chars != TEST_CHARS else "")
+        + (" --compile" if compile else "")
+    )
+    return [
+        "# Throughput: our loop against a plain eager loop",
+        "",
+        f"Written by `python -m maintainer.bench{options}`; rerun it rather than edit these "
+        "figures.",
+        "",
+        f"- date: {datetime.now(UTC).isoformat(timespec='seconds')}",
+        f"- machine: {_machine(devices, threads)}",
+        f"- torch {torch.__version__}, Python {platform.python_version()}, commit {commit}"
+        + (" (with uncommitted changes)" if dirty else ""),
+        f"- training: batch {BATCH_SIZE} x T {T_DEFAULT}, lr {LR:g}, {steps} timed steps after "
+        f"{_warmup(steps)} warm-up steps, a fresh model each (mini-GPT 824,897 parameters, "
+        "LSTM 350,593)",
+        "- reference: batches built on the CPU and copied, loss `.item()` every step, explicit "
+        "mask attention, fp32. Ours: `train_lm`, `evaluate_gpt`, `evaluate_lstm`.",
+        "- peak MiB: on the CPU, the peak resident memory of a fresh process that ran that "
+        f"measurement alone (Python, torch and the corpus alone: {_mib(idle)} MiB); on a GPU, "
+        "`torch.cuda.max_memory_allocated` (device memory).",
+    ]
 
 
 def run_bench(
@@ -356,7 +392,7 @@ def run_bench(
     out: str | Path | None = None,
     compile: bool = False,
 ) -> str:
-    """Measure, print the tables as they fill, write them to `out`; return the markdown.
+    """Measure, print each section as it is done, write them to `out`; return the markdown.
 
     out: None -> docs/bench/<device class of `device`>.md; "-" -> no file.
     """
@@ -366,170 +402,65 @@ def run_bench(
     threads = torch.get_num_threads()
     lines: list[str] = []
 
-    def emit(*new: str) -> None:
-        for line in new:
-            lines.append(line)
-            print(line, flush=True)
+    def emit(new: list[str]) -> None:
+        lines.extend(new)
+        print("\n".join(new), flush=True)
 
     def job(what: str, dev: torch.device, **kw) -> Figure:
         return measure(
             Job(what, device=str(dev), steps=steps, eval_chars=eval_chars, threads=threads, **kw)
         )
 
-    commit = _git("rev-parse", "--short=10", "HEAD") or "unknown"
-    if _git("status", "--porcelain", "--untracked-files=no"):
-        commit += " (with uncommitted changes)"
-    idle = job("idle", devices[0])
+    models = [(dev, name) for dev in devices for name in ("gpt", "lstm")]
+    emit(_preamble(steps, eval_chars, compile, devices, threads, job("idle", devices[0])))
+    ours_train = {(dev, name): job("train", dev, model=name) for dev, name in models}
     emit(
-        "# Throughput: our loop against a plain eager loop",
-        "",
-        "Written by `python -m transformer_lab bench"
-        + (f" --steps {steps}" if steps != 20 else "")
-        + (f" --eval-chars {eval_chars}" if eval_chars != TEST_CHARS else "")
-        + (" --compile" if compile else "")
-        + "`; rerun it rather than edit these figures.",
-        "",
-        f"- date: {datetime.now(timezone.utc).isoformat(timespec='seconds')}",
-        f"- machine: {_machine(devices, threads)}",
-        f"- torch {torch.__version__}, Python {platform.python_version()}, commit {commit}",
-        f"- training: batch {BATCH_SIZE} x T {T_DEFAULT}, lr {LR:g}, {steps} timed steps after "
-        f"{_warmup(steps)} warm-up steps, a fresh model each (mini-GPT 824,897 parameters, "
-        "LSTM 350,593)",
-        "- reference: batches built on the CPU and copied, loss `.item()` every step, explicit "
-        "mask attention, fp32. Ours: `train_lm`, `evaluate_gpt`, `evaluate_lstm`.",
-        "- peak MiB: on the CPU, the peak resident memory of a fresh process that ran that "
-        f"measurement alone (Python, torch and the corpus alone: {_mib(idle)} MiB); on a GPU, "
-        "`torch.cuda.max_memory_allocated` (device memory).",
-        "",
-        "## Training (tokens/s)",
-        "",
-    )
-    emit(
-        *_table(
-            [
-                "device",
-                "model",
-                "ours: precision",
-                "reference tok/s",
-                "ours tok/s",
-                "ours / reference",
-                "reference peak MiB",
-                "ours peak MiB",
-            ],
+        _table(
+            "Training (tokens/s)",
+            ["device", "model", "ours: precision", "reference tok/s", "ours tok/s"]
+            + ["ours / reference", "reference peak MiB", "ours peak MiB"],
+            (
+                [device_name(dev), name, precision_for(dev).name]
+                + _figures(job("train", dev, model=name, loop="reference"), ours_train[dev, name])
+                for dev, name in models
+            ),
             left=3,
         )
     )
-    ours_train = {}
-    for dev in devices:
-        for name in ("gpt", "lstm"):
-            ref = job("train", dev, model=name, loop="reference")
-            ours = ours_train[dev, name] = job("train", dev, model=name)
-            emit(
-                _row(
-                    [
-                        device_name(dev),
-                        name,
-                        precision_for(dev).name,
-                        f"{ref.rate:,.0f}",
-                        f"{ours.rate:,.0f}",
-                        f"{ours.rate / ref.rate:.2f}x",
-                        _mib(ref),
-                        _mib(ours),
-                    ]
-                )
-            )
-    emit("", f"## Evaluation (characters/s, the first {eval_chars:,} test characters, fp32)", "")
     emit(
-        *_table(
-            [
-                "device",
-                "model",
-                "reference chars/s",
-                "ours chars/s",
-                "ours / reference",
-                "reference peak MiB",
-                "ours peak MiB",
-            ]
+        _table(
+            f"Evaluation (characters/s, the first {eval_chars:,} test characters, fp32)",
+            ["device", "model", "reference chars/s", "ours chars/s", "ours / reference"]
+            + ["reference peak MiB", "ours peak MiB"],
+            (
+                [device_name(dev), name]
+                + _figures(
+                    job("eval", dev, model=name, loop="reference"), job("eval", dev, model=name)
+                )
+                for dev, name in models
+            ),
         )
     )
-    for dev in devices:
-        for name in ("gpt", "lstm"):
-            ref = job("eval", dev, model=name, loop="reference")
-            ours = job("eval", dev, model=name)
-            emit(
-                _row(
-                    [
-                        device_name(dev),
-                        name,
-                        f"{ref.rate:,.0f}",
-                        f"{ours.rate:,.0f}",
-                        f"{ours.rate / ref.rate:.2f}x",
-                        _mib(ref),
-                        _mib(ours),
-                    ]
+    precisions = [(dev, p) for dev in devices for p in ["fp32", *native_low_precisions(dev)]]
+    emit(
+        _table(
+            "Attention: `F.scaled_dot_product_attention` against the explicit form "
+            "(mini-GPT training in our loop, tokens/s; every precision the device computes "
+            "natively, emulated ones left out)",
+            ["device", "precision", "explicit tok/s", "SDPA tok/s", "SDPA / explicit"]
+            + ["explicit peak MiB", "SDPA peak MiB"],
+            (
+                [device_name(dev), p]
+                + _figures(
+                    job("train", dev, precision=p, attention="explicit"),
+                    job("train", dev, precision=p),
                 )
-            )
-    emit(
-        "",
-        "## Attention: `F.scaled_dot_product_attention` against the explicit form "
-        "(mini-GPT training in our loop, tokens/s)",
-        "",
-        "Every precision the device computes natively; emulated ones are left out.",
-        "",
-    )
-    emit(
-        *_table(
-            [
-                "device",
-                "precision",
-                "explicit tok/s",
-                "SDPA tok/s",
-                "SDPA / explicit",
-                "explicit peak MiB",
-                "SDPA peak MiB",
-            ]
+                for dev, p in precisions
+            ),
         )
     )
-    for dev in devices:
-        for precision in ["fp32", *native_low_precisions(dev)]:
-            explicit = job("train", dev, precision=precision, attention="explicit")
-            sdpa = job("train", dev, precision=precision)
-            emit(
-                _row(
-                    [
-                        device_name(dev),
-                        precision,
-                        f"{explicit.rate:,.0f}",
-                        f"{sdpa.rate:,.0f}",
-                        f"{sdpa.rate / explicit.rate:.2f}x",
-                        _mib(explicit),
-                        _mib(sdpa),
-                    ]
-                )
-            )
     if compile:
-        emit(
-            "",
-            "## torch.compile (our loop, tokens/s after the warm-up, which includes compiling)",
-            "",
-        )
-        emit(*_table(["device", "model", "eager tok/s", "compiled tok/s", "compiled / eager"]))
-        for dev in devices:
-            for name in ("gpt", "lstm"):
-                eager = ours_train[dev, name]
-                compiled = job("train", dev, model=name, compile=True)
-                ratio = f"{compiled.rate / eager.rate:.2f}x"
-                emit(
-                    _row(
-                        [
-                            device_name(dev),
-                            name,
-                            f"{eager.rate:,.0f}",
-                            f"{compiled.rate:,.0f}" if compiled.compiled else "failed: eager",
-                            ratio if compiled.compiled else "-",
-                        ]
-                    )
-                )
+        emit(_compile_table(models, ours_train, job))
     text = "\n".join(lines) + "\n"
     if out != "-":
         path = Path(out) if out is not None else DOCS / f"{device_class(requested)}.md"
@@ -537,3 +468,56 @@ def run_bench(
         path.write_text(text, encoding="utf-8")
         print(f"\nwrote {path}")
     return text
+
+
+def _compile_table(models, ours_train: dict, job) -> list[str]:
+    rows = []
+    for dev, name in models:
+        eager, compiled = ours_train[dev, name], job("train", dev, model=name, compile=True)
+        ran = compiled.compiled
+        rows.append(
+            [device_name(dev), name, f"{eager.rate:,.0f}"]
+            + ([f"{compiled.rate:,.0f}", f"{compiled.rate / eager.rate:.2f}x"] if ran else [])
+            + ([] if ran else ["failed: eager", "-"])
+        )
+    return _table(
+        "torch.compile (our loop, tokens/s after the warm-up, which includes compiling)",
+        ["device", "model", "eager tok/s", "compiled tok/s", "compiled / eager"],
+        rows,
+    )
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=20, help="timed training steps per figure")
+    parser.add_argument("--device", default="auto", help="the CPU always, and this device")
+    parser.add_argument(
+        "--eval-chars",
+        type=int,
+        default=None,
+        help="test characters scored per evaluation figure (default: the whole test split)",
+    )
+    parser.add_argument(
+        "--out",
+        default=None,
+        help="markdown file to write (default docs/bench/<device class>.md; '-' writes none)",
+    )
+    parser.add_argument(
+        "--compile", action="store_true", help="also time our loop under torch.compile"
+    )
+    args = parser.parse_args(argv)
+    configure_cpu_threads()
+    run_bench(
+        steps=args.steps,
+        device=pick_device() if args.device == "auto" else args.device,
+        eval_chars=args.eval_chars,
+        out=args.out,
+        compile=args.compile,
+    )
+
+
+if __name__ == "__main__":
+    # Run as maintainer.bench, not __main__: the measurement processes import it by that name.
+    from maintainer import bench
+
+    bench.main()

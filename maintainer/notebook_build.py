@@ -5,35 +5,32 @@ solutions/NN_topic.py (jupytext percent: nbgrader metadata in cell headers, nbgr
   -> notebooks/NN_topic.ipynb                       workshop: stubs, hints, checks, folded solutions
   -> grader/course/release/NN_topic/NN_topic.ipynb  graded release (`nbgrader generate_assignment`)
 
-The workshop flavour is made with nbgrader's own ClearSolutions and ClearHiddenTests, so it
-carries the same stubs and grade ids as the release and either can be autograded.
+The workshop flavour is made with nbgrader's own ClearSolutions and ClearHiddenTests, with the
+stubs of grader/nbgrader_config.py, so it carries the same stubs and grade ids as the release
+and either can be autograded.
 
-    python -m transformer_lab.notebook_build            # write everything
-    python -m transformer_lab.notebook_build --check    # fail if notebooks/ drifted from solutions/
+    python -m maintainer.notebook_build                  # write everything (`make notebooks`)
+    python -m maintainer.notebook_build --course C --no-workshop   # source and release only
+    python -m maintainer.notebook_build --check          # fail if notebooks/ drifted
 """
 
 from __future__ import annotations
 
 import argparse
 import copy
-import os
 import re
 import sys
 import tempfile
+import tomllib
 from pathlib import Path
 
-import tomllib
+from grader.course import COURSE, nbgrader_config, release
 
-ROOT = Path(__file__).resolve().parents[1]
+from . import ROOT
+
 SOLUTIONS = ROOT / "solutions"
 NOTEBOOKS = ROOT / "notebooks"
-COURSE = ROOT / "grader" / "course"
-NBGRADER_CONFIG = ROOT / "grader" / "nbgrader_config.py"
-COLAB_PIPELINE = ROOT / "grader" / "regenerate_baselines_colab.py"
-
-# One stub for both student flavours: the checkpoints turn it into "Exercise N is not done yet".
-CODE_STUB = '# TODO: your code here\nraise NotImplementedError("not done yet")'
-TEXT_STUB = "_Your answer here._"
+COLAB_PIPELINE = Path(__file__).with_name("regenerate_baselines_colab.py")
 
 # Cells with this tag belong to the baselines pipeline (recording measurements, extra seeds):
 # papermill runs them from solutions/, and no student flavour carries them.
@@ -155,9 +152,7 @@ def workshop_notebook(source_nb):
         if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("solution")
     }
     resources = {"language": "python"}
-    nb, _ = ClearSolutions(code_stub={"python": CODE_STUB}, text_stub=TEXT_STUB).preprocess(
-        nb, resources
-    )
+    nb, _ = ClearSolutions(config=nbgrader_config()).preprocess(nb, resources)
     nb, _ = ClearHiddenTests().preprocess(nb, resources)
     cells, pending = [], []
     for cell in nb.cells:
@@ -176,35 +171,6 @@ def workshop_notebook(source_nb):
     return nb
 
 
-def nbgrader_api(course: Path):
-    """nbgrader's own API on `course`, configured by grader/nbgrader_config.py (one start-up for
-    any number of commands, where each `nbgrader` command line pays several seconds)."""
-    from nbgrader.apps import NbGraderAPI
-    from nbgrader.coursedir import CourseDirectory
-    from traitlets.config.loader import PyFileConfigLoader
-
-    # nbgrader runs `alembic` to create a gradebook: put this interpreter's scripts on the PATH.
-    scripts = str(Path(sys.executable).parent)
-    if scripts not in os.environ["PATH"].split(os.pathsep):
-        os.environ["PATH"] = f"{scripts}{os.pathsep}{os.environ['PATH']}"
-    config = PyFileConfigLoader(
-        NBGRADER_CONFIG.name, path=str(NBGRADER_CONFIG.parent)
-    ).load_config()
-    config.CourseDirectory.root = str(Path(course).resolve())
-    return NbGraderAPI(CourseDirectory(config=config), config=config)
-
-
-def release(names: list[str], course: Path) -> None:
-    """The graded release, by nbgrader itself: no solutions, no hidden tests."""
-    api = nbgrader_api(course)
-    for name in names:
-        result = api.generate_assignment(name, force=True)
-        if not result["success"]:
-            raise RuntimeError(
-                f"nbgrader generate_assignment {name} failed:\n{result['log']}{result['error']}"
-            )
-
-
 def write(nb, path: Path) -> None:
     import nbformat
 
@@ -214,22 +180,25 @@ def write(nb, path: Path) -> None:
 
 
 def build(
-    notebooks_dir: Path = NOTEBOOKS,
+    notebooks_dir: Path | None = NOTEBOOKS,
     course: Path = COURSE,
     with_release: bool = True,
     only: list[str] | None = None,
-):
+) -> list[str]:
+    """Write the nbgrader source of every notebook (or `only` these), the workshop notebooks
+    and the Colab pipeline notebook (unless notebooks_dir is None), then nbgrader's release."""
     names = []
     for path in sources():
         if only and path.stem not in only:
             continue
         source_nb = source_notebook(path)
-        write(source_nb, course / "source" / path.stem / f"{path.stem}.ipynb")
-        write(workshop_notebook(source_nb), notebooks_dir / f"{path.stem}.ipynb")
+        write(source_nb, Path(course) / "source" / path.stem / f"{path.stem}.ipynb")
+        if notebooks_dir is not None:
+            write(workshop_notebook(source_nb), Path(notebooks_dir) / f"{path.stem}.ipynb")
         names.append(path.stem)
-    write(
-        colab_pipeline_notebook(), notebooks_dir.parent / "grader" / f"{COLAB_PIPELINE.stem}.ipynb"
-    )
+    if notebooks_dir is not None:  # beside this file, in a checkout or in a drift check's copy
+        colab = Path(notebooks_dir).parent / "maintainer" / f"{COLAB_PIPELINE.stem}.ipynb"
+        write(colab_pipeline_notebook(), colab)
     if with_release:
         release(names, course)
     return names
@@ -255,6 +224,10 @@ def main() -> None:
     parser.add_argument("--check", action="store_true", help="only report drift; exit 1 if any")
     parser.add_argument("--only", nargs="+", metavar="NAME", help="build these notebooks only")
     parser.add_argument("--no-release", action="store_true", help="skip nbgrader's release")
+    parser.add_argument("--course", type=Path, default=COURSE, help="the nbgrader course folder")
+    parser.add_argument(
+        "--no-workshop", action="store_true", help="only the nbgrader source and release"
+    )
     args = parser.parse_args()
     if args.check:
         changed = drift()
@@ -265,8 +238,10 @@ def main() -> None:
             )
         print("notebooks/ matches solutions/")
         return
-    for name in build(with_release=not args.no_release, only=args.only):
-        print(f"built {name}: notebooks/{name}.ipynb, grader/course/{{source,release}}/{name}/")
+    notebooks_dir = None if args.no_workshop else NOTEBOOKS
+    for name in build(notebooks_dir, args.course, not args.no_release, args.only):
+        workshop = "" if args.no_workshop else f" and notebooks/{name}.ipynb"
+        print(f"built {name} in {args.course}/{{source,release}}{workshop}")
 
 
 if __name__ == "__main__":

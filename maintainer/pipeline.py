@@ -1,8 +1,13 @@
 """`make regenerate-baselines`: papermill runs the solution notebooks end to end, each records its
 measurements in one results file, and the merge writes data/baselines.json atomically.
 
-    python -m transformer_lab.pipeline --mode quick --seeds 0,1,2
-    python -m transformer_lab.pipeline --mode full --seeds 0 --device cuda
+    python -m maintainer.pipeline --mode quick            # the recorded run's seeds again
+    python -m maintainer.pipeline --mode quick --seeds 0,1,2
+    python -m maintainer.pipeline --mode full --seeds 0 --device cuda
+
+Seeds: by default a run measures the seeds recorded for its mode and device class (seed 0 where
+nothing is recorded). Seeds that leave out recorded ones are refused unless --replace is given,
+so a recorded seed is never dropped silently.
 
 A failing notebook stops the run with its name and cell, and leaves data/baselines.json as it
 was. Executed notebooks are kept in build/pipeline/<mode>-<device class>/ for inspection.
@@ -23,22 +28,27 @@ import math
 import os
 import platform
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 import warnings
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import torch
 
-from . import notebook_build
-from .baselines import device_class
-from .runtime import BUDGETS, device_name, precision_for, resolve_device, resolve_mode
-from .saving import TRAINED_GPT, sha256
+from transformer_lab.baselines import device_class, run_key
+from transformer_lab.runtime import (
+    BUDGETS,
+    device_name,
+    precision_for,
+    resolve_device,
+    resolve_mode,
+)
+from transformer_lab.saving import TRAINED_GPT, sha256
 
-ROOT = notebook_build.ROOT
+from . import ROOT, commit_label, notebook_build
+
 BASELINES = ROOT / "data" / "baselines.json"
 SCHEMA = ROOT / "data" / "baselines.schema.json"
 WORKDIR = ROOT / "build" / "pipeline"
@@ -49,7 +59,7 @@ EMPTY = {"schema_version": 1, "runs": {}}
 # budget is per seed; every other notebook gets NOTEBOOK_SECONDS on any device. Smoke runs have
 # none. MPS is held to the CPU's budgets.
 TRAINING_NOTEBOOK = "04_training"
-TRAINING_SECONDS_PER_SEED = {("quick", "cpu"): 300, ("full", "cpu"): 1500, "cuda": 120}
+TRAINING_SECONDS_PER_SEED = {("quick", "cpu"): 300, ("full", "cpu"): 3600, "cuda": 120}
 NOTEBOOK_SECONDS = 30
 EXIT_OVER_BUDGET = 3
 
@@ -103,20 +113,16 @@ def validate(baselines: dict) -> None:
     jsonschema.validate(baselines, json.loads(SCHEMA.read_text(encoding="utf-8")))
 
 
-def _git(*args: str) -> str:
-    done = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True)
-    return done.stdout.strip() if done.returncode == 0 else ""
-
-
 def provenance(mode: str, seeds: list[int], device: torch.device) -> dict:
     budget = BUDGETS[mode]
     capability = None
     if device.type == "cuda":
         capability = "{}.{}".format(*torch.cuda.get_device_capability(device))
+    commit, dirty = commit_label()
     return {
-        "git_commit": _git("rev-parse", "HEAD") or "unknown",
-        "git_dirty": bool(_git("status", "--porcelain", "--untracked-files=no")),
-        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "git_commit": commit,
+        "git_dirty": dirty,
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "device": device_name(device),
         "compute_capability": capability,
         "torch": torch.__version__,
@@ -184,52 +190,24 @@ def _execute(source: Path, workdir: Path, parameters: dict) -> float:
     return time.perf_counter() - start
 
 
-def run_pipeline(
-    mode: str = "auto",
-    seeds: list[int] = (0,),
-    device: str = "auto",
-    out: Path = BASELINES,
-    sources: list[Path] | None = None,
-    workdir: Path = WORKDIR,
-    budgets: dict[str, float] | None = None,
-    ignore_budgets: bool = False,
-) -> dict:
-    """Execute the notebooks, merge their measurements into `out`, return the new run.
+def choose_seeds(baselines: dict, key: str, seeds: list[int] | None, replace: bool) -> list[int]:
+    """The seeds to measure: the recorded run's by default; refuse to drop recorded seeds."""
+    recorded = baselines["runs"].get(key, {}).get("provenance", {}).get("seeds", [])
+    if seeds is None:
+        return recorded or [0]
+    dropped = [s for s in recorded if s not in seeds]
+    if dropped and not replace:
+        every = ",".join(map(str, sorted({*recorded, *seeds})))
+        raise PipelineError(
+            f"`{key}` is recorded with seeds {recorded}; seeds {list(seeds)} would drop "
+            f"{dropped}. Measure them all (SEEDS={every}), or pass --replace (REPLACE=1) to "
+            f"record only {list(seeds)}."
+        )
+    return list(seeds)
 
-    budgets: {notebook: seconds}, default `budgets_for(mode, device, seeds, notebooks)`; a
-    notebook not in it has no budget. Over budget, the file is written and then BudgetExceeded
-    is raised, or with ignore_budgets a BudgetWarning is issued and the run returned.
-    """
-    device = resolve_device(device)
-    mode = resolve_mode(mode, device)
-    if mode == "grade":
-        raise PipelineError("MODE grade is for autograding; record full, quick or smoke")
-    seeds = list(seeds)
-    key = f"{mode}/{device_class(device)}"
-    workdir = Path(workdir) / key.replace("/", "-")
-    workdir.mkdir(parents=True, exist_ok=True)
-    results_path = workdir / "results.json"
-    trained = workdir / TRAINED_GPT  # what 04 saves beside itself, with SEEDS[0]
-    for stale in (results_path, trained):
-        stale.unlink(missing_ok=True)
-    run = {
-        "mode": mode,
-        "device_class": device_class(device),
-        "provenance": provenance(mode, seeds, device),
-    }
-    # SEED: the seed a student's run trains (04); SEEDS and RESULTS go to the maintainer cells.
-    parameters = {
-        "MODE": mode,
-        "DEVICE": str(device),
-        "SEED": seeds[0],
-        "SEEDS": seeds,
-        "RESULTS": str(results_path),
-    }
-    sources = list(sources or notebook_build.sources())
-    if budgets is None:
-        budgets = budgets_for(mode, device, seeds, [s.stem for s in sources])
-    p = run["provenance"]
-    p["budgets_seconds"] = {s.stem: budgets[s.stem] for s in sources if s.stem in budgets}
+
+def _run_notebooks(sources: list[Path], workdir: Path, parameters: dict, key: str, p: dict):
+    """Execute each notebook, recording its wall time and whether it kept to its budget."""
     start = time.perf_counter()
     for source in sources:
         print(f"[{key}] running {source.stem} ...", flush=True)
@@ -243,24 +221,74 @@ def run_pipeline(
         if budget is not None and seconds > budget:
             p["over_budget"].append(source.stem)
     p["total_seconds"] = round(time.perf_counter() - start, 1)
-    results = json.loads(results_path.read_text()) if results_path.is_file() else {}
-    results["rows"] = summarise_seeds(results.get("rows", {}))
-    run["results"] = results
 
-    out = Path(out)
-    if trained.is_file():  # the seed-0 model travels with the course, for notebooks 05 and 06
+
+def _keep_model(trained: Path, out: Path, key: str, seed: int, p: dict) -> None:
+    """The seed's mini-GPT travels with the course beside `out`, for notebooks 05 and 06."""
+    if trained.is_file():
         model_file = out.parent / f"mini_gpt-{key.replace('/', '-')}.pt"
         os.replace(trained, model_file)
-        p["model"] = {"file": model_file.name, "sha256": sha256(model_file), "seed": seeds[0]}
-    baselines = json.loads(out.read_text(encoding="utf-8")) if out.is_file() else dict(EMPTY)
-    baselines["runs"] = {**baselines["runs"], key: run}
-    baselines["runs"] = dict(sorted(baselines["runs"].items()))
-    validate(baselines)
-    # Atomic: a reader sees the old file or the new one, never half of one.
+        p["model"] = {"file": model_file.name, "sha256": sha256(model_file), "seed": seed}
+
+
+def _write_atomically(baselines: dict, out: Path) -> None:
+    """A reader sees the old file or the new one, never half of one."""
     with tempfile.NamedTemporaryFile("w", dir=out.parent, suffix=".tmp", delete=False) as tmp:
         json.dump(baselines, tmp, indent=2)
         tmp.write("\n")
     os.replace(tmp.name, out)
+
+
+def _read(out: Path) -> dict:
+    return json.loads(out.read_text(encoding="utf-8")) if out.is_file() else dict(EMPTY)
+
+
+def run_pipeline(
+    mode: str = "auto",
+    seeds: list[int] | None = None,
+    device: str = "auto",
+    out: Path = BASELINES,
+    sources: list[Path] | None = None,
+    workdir: Path = WORKDIR,
+    budgets: dict[str, float] | None = None,
+    ignore_budgets: bool = False,
+    replace: bool = False,
+) -> dict:
+    """Execute the notebooks, merge their measurements into `out`, return the new run.
+
+    seeds: None measures the recorded run's seeds again (`choose_seeds`).
+    budgets: {notebook: seconds}, default `budgets_for(mode, device, seeds, notebooks)`; a
+    notebook not in it has no budget. Over budget, the file is written and then BudgetExceeded
+    is raised, or with ignore_budgets a BudgetWarning is issued and the run returned.
+    """
+    device = resolve_device(device)
+    mode = resolve_mode(mode, device)
+    if mode == "grade":
+        raise PipelineError("MODE grade is for autograding; record full, quick or smoke")
+    out, key = Path(out), run_key(mode, device)
+    seeds = choose_seeds(_read(out), key, seeds, replace)
+    workdir = Path(workdir) / key.replace("/", "-")
+    workdir.mkdir(parents=True, exist_ok=True)
+    results_path = workdir / "results.json"
+    trained = workdir / TRAINED_GPT  # what 04 saves beside itself, with SEED
+    for stale in (results_path, trained):
+        stale.unlink(missing_ok=True)
+    run = {"mode": mode, "device_class": device_class(device)}
+    p = run["provenance"] = provenance(mode, seeds, device)
+    sources = list(sources or notebook_build.sources())
+    if budgets is None:
+        budgets = budgets_for(mode, device, seeds, [s.stem for s in sources])
+    p["budgets_seconds"] = {s.stem: budgets[s.stem] for s in sources if s.stem in budgets}
+    # SEED: the seed a student's run trains (04); SEEDS and RESULTS go to the maintainer cells.
+    parameters = {"MODE": mode, "DEVICE": str(device), "SEED": seeds[0], "SEEDS": seeds}
+    _run_notebooks(sources, workdir, parameters | {"RESULTS": str(results_path)}, key, p)
+    results = json.loads(results_path.read_text()) if results_path.is_file() else {}
+    run["results"] = results | {"rows": summarise_seeds(results.get("rows", {}))}
+    _keep_model(trained, out, key, seeds[0], p)
+    baselines = _read(out)
+    baselines["runs"] = dict(sorted({**baselines["runs"], key: run}.items()))
+    validate(baselines)
+    _write_atomically(baselines, out)
     if p["over_budget"]:
         message = over_budget_message(run, out)
         if not ignore_budgets:
@@ -274,7 +302,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--mode", default="auto", help="auto (full on a GPU, quick on a CPU), full, quick or smoke"
     )
-    parser.add_argument("--seeds", default="0", help="comma-separated training seeds, e.g. 0,1,2")
+    parser.add_argument(
+        "--seeds",
+        default=None,
+        help="comma-separated training seeds, e.g. 0,1,2 (default: the recorded run's seeds)",
+    )
     parser.add_argument("--device", default="auto", help="auto, cpu, cuda or mps")
     parser.add_argument("--out", type=Path, default=BASELINES)
     parser.add_argument(
@@ -282,11 +314,19 @@ def main(argv: list[str] | None = None) -> None:
         action="store_true",
         help="a notebook over its time budget warns instead of failing the run (exit status 3)",
     )
+    parser.add_argument(
+        "--replace", action="store_true", help="record these seeds even if that drops recorded ones"
+    )
     args = parser.parse_args(argv)
-    seeds = [int(s) for s in args.seeds.split(",")]
+    seeds = [int(s) for s in args.seeds.split(",")] if args.seeds else None
     try:
         run = run_pipeline(
-            args.mode, seeds, args.device, args.out, ignore_budgets=args.ignore_budgets
+            args.mode,
+            seeds,
+            args.device,
+            args.out,
+            ignore_budgets=args.ignore_budgets,
+            replace=args.replace,
         )
     except BudgetExceeded as err:
         print(f"regenerate-baselines: {err}", file=sys.stderr)

@@ -3,7 +3,8 @@
 #
 # For maintainers. This notebook clones the course at the ref below, runs
 # `make regenerate-baselines` (papermill executes every solution notebook; `MODE=auto` picks the
-# full budget on a GPU), and offers the new `baselines.json` for download. Commit the file with
+# full budget on a GPU), and offers the new `baselines.json` and the trained model beside it
+# for download. Commit the file with
 # the code it was measured with: the provenance inside records the commit, device and versions.
 #
 # Before running: **Runtime → Change runtime type → T4 GPU**. A full run takes a few minutes per
@@ -12,7 +13,7 @@
 # %% tags=["parameters"]
 REPOSITORY = "@REPOSITORY@"
 REF = "@REF@"
-SEEDS = "0"  # e.g. "0,1,2"
+SEEDS = ""  # "": the seeds recorded for this mode and GPU again; or e.g. "0,1,2"
 MODE = "auto"  # auto: full on a GPU
 
 # %%
@@ -27,16 +28,17 @@ if not clone.exists():
 subprocess.run([sys.executable, "-m", "pip", "install", "-q", "-e", f"{clone}[dev]"], check=True)
 
 # %%
+seeds = ["--seeds", SEEDS] if SEEDS else []
 subprocess.run(
-    [sys.executable, "-m", "transformer_lab.pipeline", "--mode", MODE, "--seeds", SEEDS],
-    cwd=clone,
-    check=True,
+    [sys.executable, "-m", "maintainer.pipeline", "--mode", MODE, *seeds], cwd=clone, check=True
 )
 
 # %%
+new = [clone / "data" / "baselines.json", *sorted((clone / "data").glob("mini_gpt-*.pt"))]
 try:
     from google.colab import files
 
-    files.download(str(clone / "data" / "baselines.json"))
+    for path in new:
+        files.download(str(path))
 except ImportError:
-    print(f"Not on Colab: the new file is {clone / 'data' / 'baselines.json'}")
+    print("Not on Colab: the new files are", ", ".join(map(str, new)))

@@ -6,15 +6,14 @@ and without it (the sandbox's cost), and each notebook's grading time. Figures o
 
 from __future__ import annotations
 
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parents[1])]
 
-from test_grading import ROOT, fabricate  # noqa: E402
+from test_grading import fabricate, release  # noqa: E402
 
 from grader import collect  # noqa: E402
 from grader.autograde import autograde  # noqa: E402
@@ -23,8 +22,7 @@ from grader.autograde import autograde  # noqa: E402
 def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         course, downloads = Path(tmp) / "course", Path(tmp) / "downloads"
-        grader = [sys.executable, "-m", "grader", "--course", str(course)]
-        subprocess.run([*grader, "release"], check=True, cwd=ROOT, capture_output=True)
+        release(course)
         fabricate(course, downloads)
         collect.collect(downloads, course)
         seconds = {}

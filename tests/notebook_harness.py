@@ -1,7 +1,8 @@
 """Run one exercise of a solution notebook with its solution region replaced, and its checkpoint.
 
-Convention of every solutions/NN_topic.py: the parameters cell, then one cell of imports, then
-the notebook. An exercise cell holds `### BEGIN SOLUTION` .. `### END SOLUTION`; its checkpoint
+Convention of every solutions/NN_topic.py (see solutions/README.md): the parameters cell, then
+one cell of imports, then the notebook; the pipeline's own cells (tagged maintainer) are
+skipped. An exercise cell holds `### BEGIN SOLUTION` .. `### END SOLUTION`; its checkpoint
 cell (visible checks, then hidden tests) follows it.
 """
 
@@ -40,8 +41,9 @@ def inject(source: str, body: str) -> str:
 
 
 def prelude(stem: str) -> str:
-    code = [c.source for c in cells(stem) if c.cell_type == "code"]
-    parameters, imports = code[0], code[1]
+    code = [c for c in cells(stem) if c.cell_type == "code"]
+    at = next(i for i, c in enumerate(code) if "parameters" in c.metadata.get("tags", []))
+    parameters, imports = code[at].source, code[at + 1].source
     return parameters.replace('MODE = "auto"', 'MODE = "smoke"') + "\n" + imports
 
 

@@ -3,13 +3,13 @@
 import pytest
 import torch
 
-from transformer_lab import CharLSTM, MiniGPT
-from transformer_lab.bench import (
+from maintainer.bench import (
     native_low_precisions,
     plain_attention,
     reference_eval,
     run_bench,
 )
+from transformer_lab import CharLSTM, MiniGPT
 from transformer_lab.data import VAL_END, Corpus
 from transformer_lab.evaluate import evaluate_gpt, evaluate_lstm
 
@@ -63,7 +63,7 @@ def test_bench_writes_the_tables(tmp_path, capsys):
 
 def test_no_file_with_dash(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    import transformer_lab.bench as bench
+    import maintainer.bench as bench
 
     monkeypatch.setattr(bench, "DOCS", tmp_path / "docs")
     monkeypatch.setattr(bench, "measure", lambda job: bench.Figure(1.0, 1.0))
@@ -87,5 +87,21 @@ def test_the_reference_scores_what_ours_scores(corpus, make):
     )
 
 
-def test_cpu_precisions_are_native_only():
-    assert set(native_low_precisions(torch.device("cpu"))) <= {"bf16", "fp16"}
+def test_cpu_precisions_follow_the_cpu_flags(monkeypatch):
+    import maintainer.bench as bench
+
+    for flags, expected in (
+        (set(), []),
+        ({"avx2", "avx512f"}, []),
+        ({"avx512_bf16"}, ["bf16"]),
+        ({"amx_bf16", "avx512_fp16"}, ["bf16", "fp16"]),
+    ):
+        monkeypatch.setattr(bench, "_cpu_flags", lambda f=flags: f)
+        assert native_low_precisions(torch.device("cpu")) == expected
+
+
+def test_cuda_precisions_follow_the_compute_capability(monkeypatch):
+    """The CUDA branch, reached without a GPU: a T4 (7.5) only emulates bf16."""
+    for capability, expected in (((7, 5), ["fp16"]), ((8, 0), ["bf16", "fp16"])):
+        monkeypatch.setattr(torch.cuda, "get_device_capability", lambda d=None, c=capability: c)
+        assert native_low_precisions(torch.device("cuda")) == expected

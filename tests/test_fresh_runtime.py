@@ -15,7 +15,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from transformer_lab import notebook_build
+from maintainer import notebook_build
 
 ROOT = Path(__file__).resolve().parents[1]
 REF = "v-fresh-runtime-test"

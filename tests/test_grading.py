@@ -7,7 +7,6 @@ import copy
 import csv
 import json
 import os
-import re
 import sqlite3
 import subprocess
 import sys
@@ -19,13 +18,20 @@ import pytest
 from grader import collect, preflight, sandbox
 from grader.autograde import autograde
 from grader.course import release_notebook
+from maintainer.notebook_build import SOLUTION_MARKERS
 
 if sandbox.problem() and not os.environ.get("CI"):  # CI installs bubblewrap: there it must work
     pytest.skip(f"bubblewrap {sandbox.problem()}", allow_module_level=True)
 
 ROOT = Path(__file__).resolve().parents[1]
 NAMES = ["01_attention", "02_causal_mask", "03_positions", "04_training", "05_heads", "06_stretch"]
-MARKER = re.compile(r"^[ \t]*### (BEGIN|END) SOLUTION[ \t]*\n", re.MULTILINE)
+RELEASE = [sys.executable, "-m", "maintainer.notebook_build", "--no-workshop", "--course"]
+
+
+def release(course: Path) -> None:
+    """`make release` into `course`: nbgrader's source and release, built from solutions/."""
+    subprocess.run([*RELEASE, str(course)], check=True, cwd=ROOT, capture_output=True)
+
 
 WRONG_ATTENTION = """def scaled_dot_product_attention(Q, K, V, allowed=None):
     scores = Q @ K.transpose(-2, -1)  # not divided by sqrt(d_k)
@@ -82,9 +88,7 @@ def _text(cell) -> str:
 @pytest.fixture(scope="module")
 def course(tmp_path_factory) -> Path:
     course = tmp_path_factory.mktemp("course")
-    subprocess.run(
-        [sys.executable, "-m", "grader", "--course", str(course), "release"], check=True, cwd=ROOT
-    )
+    release(course)
     return course
 
 
@@ -93,7 +97,7 @@ def perfect(course: Path, name: str) -> dict:
     release = json.loads((course / "release" / name / f"{name}.ipynb").read_text())
     source = json.loads((course / "source" / name / f"{name}.ipynb").read_text())
     solutions = {
-        c["metadata"]["nbgrader"]["grade_id"]: MARKER.sub("", _text(c))
+        c["metadata"]["nbgrader"]["grade_id"]: SOLUTION_MARKERS.sub("", _text(c))
         for c in source["cells"]
         if c["metadata"].get("nbgrader", {}).get("solution")
     }

@@ -8,7 +8,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from transformer_lab import notebook_build
+from grader.course import code_stub
+from maintainer import notebook_build
 
 ROOT = Path(__file__).resolve().parents[1]
 NAMES = [p.stem for p in notebook_build.sources()]
@@ -116,7 +117,7 @@ def test_graded_release_has_no_solutions_or_hidden_tests_and_keeps_grade_ids(tmp
         text = json.dumps(release)
         assert "BEGIN SOLUTION" not in text and "HIDDEN TESTS" not in text
         assert "RESULTS" not in text and "record(" not in text  # no maintainer cells
-        stub = notebook_build.CODE_STUB.splitlines()[-1]  # nbgrader indents it
+        stub = code_stub().splitlines()[-1]  # nbgrader indents it
         assert any(stub in c.source for c in release.cells)
 
         def grade_ids(nb):

@@ -8,8 +8,8 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from transformer_lab import notebook_build, pipeline
-from transformer_lab.pipeline import (
+from maintainer import notebook_build, pipeline
+from maintainer.pipeline import (
     BASELINES,
     BudgetExceeded,
     BudgetWarning,
@@ -96,7 +96,7 @@ def test_budgets():
         "04_training": 900,  # 300 s a seed: notebook 04 trains every seed
         "05_heads": 30,
     }
-    assert budgets_for("full", "cpu", [0], NOTEBOOKS)["04_training"] == 1500
+    assert budgets_for("full", "cpu", [0], NOTEBOOKS)["04_training"] == 3600
     assert budgets_for("full", "cuda", [0, 1], NOTEBOOKS)["04_training"] == 240
     assert budgets_for("quick", "cuda", [0], NOTEBOOKS)["04_training"] == 120
 

@@ -81,8 +81,17 @@ def test_greedy_is_top_k_one(tiny_model):
         ids.append(token)
 
 
-def test_lstm_generation():
+def test_lstm_generation_carries_its_state():
+    """Feeding each new token to the carried state samples what rereading the whole text
+    from scratch at every step samples."""
     from transformer_lab import CharLSTM
 
-    out = generate(CharLSTM(), [1, 2], 20, seed=0)
-    assert len(out.ids) == 20
+    torch.manual_seed(0)
+    model = CharLSTM().eval()
+    out = generate(model, [1, 2], 20, seed=0)
+    ids, generator = [1, 2], torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        for _ in range(20):
+            logits, _ = model.step(torch.tensor([ids]))  # the whole text, no carried state
+            ids.append(int(torch.multinomial(filter_probs(logits[0, -1]), 1, generator=generator)))
+    assert out.ids == ids[2:]

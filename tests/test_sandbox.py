@@ -15,7 +15,16 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from test_grading import ROOT, WRONG_ATTENTION, _text, cell_of, perfect, with_attention, write
+from test_grading import (
+    ROOT,
+    WRONG_ATTENTION,
+    _text,
+    cell_of,
+    perfect,
+    release,
+    with_attention,
+    write,
+)
 
 from grader import collect, sandbox
 from grader.autograde import autograde
@@ -152,7 +161,7 @@ def attacked(tmp_path_factory, server):
     """The class is graded first; then the attackers, with the class's files watched."""
     course = tmp_path_factory.mktemp("course")
     grader = [sys.executable, "-m", "grader", "--course", str(course)]
-    subprocess.run([*grader, "release"], check=True, cwd=ROOT, capture_output=True)
+    release(course)
     honest = tmp_path_factory.mktemp("honest")
     write(honest / "ada" / "01_attention.ipynb", perfect(course, "01_attention"))
     write(honest / "bo" / "01_attention.ipynb", with_attention(course, WRONG_ATTENTION))

@@ -1,9 +1,10 @@
-"""Command line: train and score one model, or run the benchmark.
+"""Command line: train and score one model.
 
 python -m transformer_lab train --model gpt --budget quick
 python -m transformer_lab train --model trigram
-python -m transformer_lab bench                 # writes docs/bench/<device class>.md
-python -m transformer_lab bench --steps 5 --out -   # print only
+
+Expected failures (no corpus, a corrupt download, a bad argument) print one line and exit with
+status 2. (The benchmark is a maintainer tool: `python -m maintainer.bench`.)
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from .data import load_corpus
+from .data import CorpusError, load_corpus
 from .evaluate import Score, evaluate_gpt, evaluate_lstm, evaluate_ngram
 from .lstm import CharLSTM
 from .model import MiniGPT, count_parameters
@@ -107,37 +108,12 @@ def main(argv: list[str] | None = None) -> None:
         help="learning rate, or 'auto' to choose one on the validation split",
     )
     train.add_argument("--device", default="auto", help="auto, cpu, cuda or mps")
-    bench = commands.add_parser("bench", help="training throughput against a plain eager loop")
-    bench.add_argument("--steps", type=int, default=20, help="timed training steps per figure")
-    bench.add_argument("--device", default="auto", help="the CPU always, and this device")
-    bench.add_argument(
-        "--eval-chars",
-        type=int,
-        default=None,
-        help="test characters scored per evaluation figure (default: the whole test split)",
-    )
-    bench.add_argument(
-        "--out",
-        default=None,
-        help="markdown file to write (default docs/bench/<device class>.md; '-' writes none)",
-    )
-    bench.add_argument(
-        "--compile", action="store_true", help="also time our loop under torch.compile"
-    )
-    args = parser.parse_args(argv)
+    args = parser.parse_args(argv)  # a bad argument: argparse's one line, status 2
     configure_cpu_threads()
-    if args.command == "train":
+    try:
         train_command(args)
-    else:
-        from .bench import run_bench
-
-        run_bench(
-            steps=args.steps,
-            device=pick_device() if args.device == "auto" else args.device,
-            eval_chars=args.eval_chars,
-            out=args.out,
-            compile=args.compile,
-        )
+    except (CorpusError, ValueError) as err:
+        parser.exit(2, f"{parser.prog} {args.command}: {err}\n")
 
 
 if __name__ == "__main__":

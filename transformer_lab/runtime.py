@@ -24,10 +24,6 @@ class Budget:
     eval_every: int
     eval_batches: int
 
-    @property
-    def tokens(self) -> int:
-        return self.batch_size * self.steps
-
 
 BUDGETS = {
     "full": Budget("full", batch_size=64, steps=3000, eval_every=250, eval_batches=20),

@@ -79,7 +79,7 @@ def generate(
     generator.seed() if seed is None else generator.manual_seed(seed)
     was_training = model.training
     model.eval()
-    next_logits = _logit_source(model, prompt, use_cache, device)
+    next_logits = _logit_source(model, use_cache, device)
     ids, new, stop = list(prompt), [], "length"
     for _ in range(max_new_tokens):
         probs = filter_probs(next_logits(ids), temperature, top_k, top_p)
@@ -93,7 +93,7 @@ def generate(
     return Generation(new, stop)
 
 
-def _logit_source(model: nn.Module, prompt: list[int], use_cache: bool, device):
+def _logit_source(model: nn.Module, use_cache: bool, device):
     """A function ids -> next-token logits (V,), hiding how the model keeps its context."""
     if hasattr(model, "step"):  # CharLSTM: carry the state, feed each token once
         fed, state = 0, None

@@ -181,10 +181,6 @@ def train_lm(
         scaler.scale(loss).backward()
         return loss
 
-    def validate(step: int) -> None:
-        val = estimate_loss(model, corpus.val, budget.batch_size, T, budget.eval_batches, precision)
-        history.val_loss.append((step, val))
-
     running = torch.zeros((), device=device)
     bar = tqdm(total=budget.steps, desc=desc, disable=not progress, leave=False)
     start = time.perf_counter()
@@ -193,44 +189,61 @@ def train_lm(
         for group in opt.param_groups:
             group["lr"] = step_lr
         x, y = sample_batch(corpus.train, budget.batch_size, T, generator)
-        if step > 0 or forward is model:
+        if step == 0 and history.compiled:
+            loss, forward = _first_compiled_step(forward, model, backward, x, y, opt)
+            history.compiled = forward is not model
+        else:
             loss = backward(forward, x, y)
-        else:  # torch.compile compiles at the first call, so that is where it can fail
-            rng = _rng_state(device)
-            try:
-                loss = backward(forward, x, y)
-            except Exception as err:
-                _compile_failed(err)
-                forward, history.compiled = model, False
-                _set_rng_state(device, rng)  # the eager step draws the same dropout masks
-                opt.zero_grad(set_to_none=True)
-                loss = backward(model, x, y)
-        if grad_clip is not None:
-            scaler.unscale_(opt)
-            nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
-        scaler.step(opt)
-        scaler.update()
-        opt.zero_grad(set_to_none=True)
+        _update(model, opt, scaler, grad_clip)
         running += loss.detach()
-
         done = step + 1
         if done % log_every == 0 or done == budget.steps:
-            seen = done - (history.train_loss[-1][0] if history.train_loss else 0)
-            mean = running.item() / seen  # the one host sync, every log_every steps
-            running.zero_()
-            history.train_loss.append((done, mean))
-            elapsed = time.perf_counter() - start
-            bar.set_postfix(
-                loss=f"{mean:.3f}", tok_s=f"{done * budget.batch_size * T / elapsed:,.0f}"
-            )
-            bar.update(done - bar.n)
+            _log_training_loss(history, running, done, time.perf_counter() - start, bar)
         if done % budget.eval_every == 0 or done == budget.steps:
-            validate(done)
+            val = estimate_loss(
+                model, corpus.val, budget.batch_size, T, budget.eval_batches, precision
+            )
+            history.val_loss.append((done, val))
     history.wall_time_s = time.perf_counter() - start
     history.loss_scale = scaler.get_scale() if scaler.is_enabled() else None
     bar.close()
     model.eval()
     return history
+
+
+def _first_compiled_step(forward, model, backward, x, y, opt):
+    """torch.compile compiles at the first call, so that is where it can fail: then print why
+    and take the step eagerly, with the same dropout masks. Returns (loss, what to run next)."""
+    device = x.device
+    rng = _rng_state(device)
+    try:
+        return backward(forward, x, y), forward
+    except Exception as err:
+        _compile_failed(err)
+        _set_rng_state(device, rng)
+        opt.zero_grad(set_to_none=True)
+        return backward(model, x, y), model
+
+
+def _update(model: nn.Module, opt, scaler, grad_clip: float | None) -> None:
+    """Clip (on unscaled gradients), step through the scaler, clear the gradients."""
+    if grad_clip is not None:
+        scaler.unscale_(opt)
+        nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
+    scaler.step(opt)
+    scaler.update()
+    opt.zero_grad(set_to_none=True)
+
+
+def _log_training_loss(history: TrainHistory, running, done: int, elapsed: float, bar) -> None:
+    """The mean training loss since the last log: the loop's one host sync."""
+    seen = done - (history.train_loss[-1][0] if history.train_loss else 0)
+    mean = running.item() / seen
+    running.zero_()
+    history.train_loss.append((done, mean))
+    tokens_per_s = done * history.batch_size * history.T / elapsed
+    bar.set_postfix(loss=f"{mean:.3f}", tok_s=f"{tokens_per_s:,.0f}")
+    bar.update(done - bar.n)
 
 
 def choose_lr(

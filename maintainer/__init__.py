@@ -1,0 +1,32 @@
+"""The maintainers' tools: what builds and measures the course, not what students install.
+
+    notebook_build   `make notebooks`, `make release`: every notebook flavour from solutions/
+    pipeline         `make regenerate-baselines`: run the solution notebooks, refresh data/
+    bench            `make bench`: our training loop against a plain one, docs/bench/
+    regenerate_baselines_colab.{py,ipynb}   the pipeline on a Colab GPU
+
+They run from a checkout (`python -m maintainer.pipeline`). They import the package, the
+checkpoints and grader's course helpers; nothing imports them.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def git(*args: str) -> str:
+    """The output of a git command in the checkout, or "" where git or the checkout is missing."""
+    try:
+        done = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True)
+    except OSError:
+        return ""
+    return done.stdout.strip() if done.returncode == 0 else ""
+
+
+def commit_label(length: int = 40) -> tuple[str, bool]:
+    """(commit of the checkout or "unknown", whether tracked files have uncommitted changes)."""
+    commit = git("rev-parse", "HEAD")[:length] or "unknown"
+    return commit, bool(git("status", "--porcelain", "--untracked-files=no"))
