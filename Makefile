@@ -17,10 +17,12 @@ WORKERS ?= 2
 SUBMISSIONS ?= submissions
 # NO_SANDBOX=1 grades without bubblewrap: for trusted notebooks only; the report says so.
 NO_SANDBOX ?=
+# A Dask scheduler (tcp://HOST:PORT) to run the grading jobs on; empty: the local pool.
+SCHEDULER ?=
 
 .DEFAULT_GOAL := help
 .PHONY: help setup train notebooks regenerate-baselines test lint format bench clean \
-	release collect autograde feedback export
+	release collect autograde feedback export class-report
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-22s %s\n", $$1, $$2}'
@@ -29,7 +31,7 @@ $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install --quiet "$(TORCH_SPEC)"
-	$(PY) -m pip install --quiet -e ".[dev]"
+	$(PY) -m pip install --quiet -e ".[dev,instructor]"
 	touch $@
 
 setup: $(VENV)/.installed ## create .venv and install the package (once; minutes)
@@ -49,14 +51,17 @@ release: setup ## grading: nbgrader source/ and release/ in grader/course/ from 
 collect: setup ## grading: sort a folder or zip of downloaded notebooks into submitted/: SUBMISSIONS=path
 	$(PY) -m grader collect "$(SUBMISSIONS)"
 
-autograde: setup ## grading: preflight, execute in parallel sandboxes (bubblewrap), score: WORKERS=2 (one student: ~40 s on 2 cores)
-	$(PY) -m grader autograde --workers $(WORKERS) $(if $(NO_SANDBOX),--no-sandbox)
+autograde: setup ## grading: preflight, execute in parallel sandboxes (bubblewrap), score: WORKERS=2 [SCHEDULER=tcp://host:8786] (one student: ~40 s on 2 cores)
+	$(PY) -m grader autograde --workers $(WORKERS) $(if $(NO_SANDBOX),--no-sandbox) $(if $(SCHEDULER),--scheduler $(SCHEDULER))
 
 feedback: setup ## grading: HTML feedback per student in grader/course/feedback/, hidden tests left out
 	$(PY) -m grader feedback
 
 export: setup ## grading: the gradebook as CSV, grader/course/reports/grades.csv
 	$(PY) -m grader export
+
+class-report: setup ## grading: pass rates and common mistakes per exercise, reports/class.{md,csv,png} (seconds)
+	$(PY) -m grader report
 
 test: setup ## run the tests (about 5 minutes on 2 CPU cores)
 	$(PY) -m pytest -q --durations=20

@@ -7,7 +7,7 @@ import torch
 from transformer_lab.attention import causal_mask as _reference
 from transformer_lab.attention import scaled_dot_product_attention as _attention
 
-from ._core import CheckFailed, call, expect_tensor, passed
+from ._core import CheckFailed, call, code, expect_tensor, passed
 
 EX2 = "Exercise 2"
 _bool = torch.bool
@@ -35,22 +35,24 @@ def _inverted(what: str) -> str:
     )
 
 
-def _mistakes(T: int) -> dict[str, torch.Tensor]:
-    """The usual wrong masks for size T, as bool tensors."""
+def _mistakes(T: int) -> dict[str, tuple[str, torch.Tensor]]:
+    """name -> (diagnosis, wrong mask) of the usual wrong masks for size T, as bool tensors."""
     ones = _ones(T, T, dtype=_bool)
     return {
-        _inverted("the upper triangle, diagonal included"): _triu(ones),
-        _inverted("the strict upper triangle, the negation of the right mask"): _triu(
-            ones, diagonal=1
+        "mask_inverted": (_inverted("the upper triangle, diagonal included"), _triu(ones)),
+        "mask_negated": (
+            _inverted("the strict upper triangle, the negation of the right mask"),
+            _triu(ones, diagonal=1),
         ),
-        _NO_DIAGONAL: _tril(ones, diagonal=-1),
+        "diagonal_excluded": (_NO_DIAGONAL, _tril(ones, diagonal=-1)),
     }
 
 
-def _diagnose_pattern(pattern: torch.Tensor, T: int) -> str | None:
-    for diagnosis, wrong in _mistakes(T).items():
+def _diagnose_pattern(pattern: torch.Tensor, T: int) -> tuple[str, str] | None:
+    """(name, diagnosis) of the known wrong mask that `pattern` is, if any."""
+    for name, (diagnosis, wrong) in _mistakes(T).items():
         if _equal(pattern, wrong):
-            return diagnosis
+            return name, diagnosis
     return None
 
 
@@ -59,16 +61,19 @@ def _shape_failure(mask: torch.Tensor, T: int, case: str) -> CheckFailed:
     if mask.ndim > 2 and shape[-2:] == (T, T):
         return CheckFailed(
             f"{EX2} ({case}): the mask has shape {shape}, with extra leading dimensions. Return "
-            f"({T}, {T}): the attention function broadcasts a (T, T) mask over batch and heads."
+            f"({T}, {T}): the attention function broadcasts a (T, T) mask over batch and heads.",
+            code(EX2, "extra_leading_dims"),
         )
     if mask.ndim == 2 and shape[0] == shape[1]:
         return CheckFailed(
             f"{EX2} ({case}): the mask is {shape[0]} x {shape[1]}, but causal_mask({T}) must be "
-            f"{T} x {T}. Build it from the argument T, not from a fixed size such as T_max."
+            f"{T} x {T}. Build it from the argument T, not from a fixed size such as T_max.",
+            code(EX2, "fixed_size"),
         )
     return CheckFailed(
         f"{EX2} ({case}): causal_mask({T}) should have shape ({T}, {T}): one row per query t, "
-        f"one column per key i. Got {shape}."
+        f"one column per key i. Got {shape}.",
+        code(EX2, "wrong_shape"),
     )
 
 
@@ -80,7 +85,8 @@ def _dtype_failure(mask: torch.Tensor, right: torch.Tensor, case: str) -> CheckF
                 f"{EX2} ({case}): you returned the additive mask M of Equation 6 (0 where "
                 "i <= t, a large negative number or -inf elsewhere). The attention function "
                 "takes the boolean form instead: return dtype torch.bool, True where key i <= "
-                "query t; it turns False into -inf itself."
+                "query t; it turns False into -inf itself.",
+                code(EX2, "additive_mask"),
             )
     pattern = mask != 0
     if _equal(pattern, right):
@@ -88,7 +94,7 @@ def _dtype_failure(mask: torch.Tensor, right: torch.Tensor, case: str) -> CheckF
     else:
         wrong = _diagnose_pattern(pattern, right.shape[0])
         entries = (
-            f"Read as True/False, there is a second mistake: {wrong}."
+            f"Read as True/False, there is a second mistake: {wrong[1]}."
             if wrong
             else "Read as True/False, the entries are wrong too: True where i <= t."
         )
@@ -96,7 +102,8 @@ def _dtype_failure(mask: torch.Tensor, right: torch.Tensor, case: str) -> CheckF
         f"{EX2} ({case}): the mask has dtype {mask.dtype}; return dtype torch.bool "
         "(e.g. torch.ones(T, T, dtype=torch.bool), or .bool() at the end). A 0/1 number "
         "mask is not a boolean one: masked_fill refuses it, and ~ does not swap 0 and 1 "
-        f"(on integers ~1 is -2). {entries}"
+        f"(on integers ~1 is -2). {entries}",
+        code(EX2, "wrong_dtype"),
     )
 
 
@@ -111,14 +118,16 @@ def _compare(causal_mask, T: int, case: str | None = None) -> torch.Tensor:
         raise _dtype_failure(mask, right, case)
     if _equal(mask, right):
         return mask
-    diagnosis = _diagnose_pattern(mask, T)
-    if diagnosis:
-        raise CheckFailed(f"{EX2} ({case}): {diagnosis}.")
+    mistake = _diagnose_pattern(mask, T)
+    if mistake:
+        name, diagnosis = mistake
+        raise CheckFailed(f"{EX2} ({case}): {diagnosis}.", code(EX2, name))
     wrong = int((mask != right).sum())
     raise CheckFailed(
         f"{EX2} ({case}): {wrong} of the {T * T} entries are wrong. Entry [t, i] must be True "
         "exactly when i <= t (Equation 6: M is 0 on and below the diagonal). Print "
-        f"causal_mask({min(T, 6)}) and compare it with Figure 2."
+        f"causal_mask({min(T, 6)}) and compare it with Figure 2.",
+        code(EX2, "wrong_entries"),
     )
 
 
@@ -143,7 +152,8 @@ def exercise_2_hidden(causal_mask) -> None:
         raise CheckFailed(
             f"{EX2}: your function hands out a cached constant: after the mask returned by "
             "causal_mask(6) was changed in place, the next call returned the changed mask. Build "
-            "a new tensor on every call (or return a .clone() of the cached one)."
+            "a new tensor on every call (or return a .clone() of the cached one).",
+            code(EX2, "cached_constant"),
         )
     for T in (9, 4, 9):  # the result depends on the T of this call, not on an earlier one
         _compare(causal_mask, T, f"T = {T} after other sizes")
@@ -171,7 +181,8 @@ def attention_leak_test(causal_mask, attention=None, T: int = 8, t0: int = 5) ->
         except Exception as err:
             raise CheckFailed(
                 f"Leak test: {name} refused your mask ({type(err).__name__}: {err}). "
-                "Run the Exercise 2 checks first."
+                "Run the Exercise 2 checks first.",
+                code(EX2, "leak_mask_refused"),
             ) from err
 
     V_bar, A = step(X)
@@ -179,7 +190,8 @@ def attention_leak_test(causal_mask, attention=None, T: int = 8, t0: int = 5) ->
     if above != 0.0:
         raise CheckFailed(
             f"Leak test: weights above the diagonal reach {above:.3g}; they must be exactly 0. "
-            "A query reads a later key: check the mask and where it is applied."
+            "A query reads a later key: check the mask and where it is applied.",
+            code(EX2, "leak_above_diagonal"),
         )
     changed = _clone(X)
     changed[t0] = _randn(d_model, generator=g)
@@ -191,12 +203,14 @@ def attention_leak_test(causal_mask, attention=None, T: int = 8, t0: int = 5) ->
             f"Leak test: changing position {t0} moved the outputs at earlier positions by up to "
             f"{earlier:.3g}, though every weight above the diagonal is 0. The kept weights of "
             "an earlier row still depend on later scores, as when the mask is applied after "
-            "the softmax: the row was normalised over the future keys too."
+            "the softmax: the row was normalised over the future keys too.",
+            code(EX2, "leak_to_earlier"),
         )
     if later == 0.0:
         raise CheckFailed(
             f"Leak test: changing position {t0} changed no output at all, not even its own; "
-            "the test proves nothing this way."
+            "the test proves nothing this way.",
+            code(EX2, "leak_nothing_changed"),
         )
     passed(
         f"Leak test on one attention step with your mask: every weight above the diagonal is "

@@ -13,6 +13,7 @@ from ._core import (
     all_finite,
     call,
     close,
+    code,
     match_mistake,
     passed,
     snapshot,
@@ -44,8 +45,8 @@ def _reference(A: torch.Tensor) -> torch.Tensor:
     return (A.double() * _offsets(A.shape[-1])).sum(-1).mean(-1)
 
 
-def _mistakes(A: torch.Tensor) -> dict[str, torch.Tensor]:
-    """What the usual wrong versions return on A, in float64."""
+def _mistakes(A: torch.Tensor) -> dict[str, tuple[str, torch.Tensor]]:
+    """{name: (diagnosis, output)}: what the usual wrong versions return on A, in float64."""
     T = A.shape[-1]
     A = A.double()
     offsets = _offsets(T)
@@ -63,33 +64,50 @@ def _mistakes(A: torch.Tensor) -> dict[str, torch.Tensor]:
     unweighted_rows = (offsets * allowed).sum(-1).div(keys_per_query).mean().item()
     unweighted_cells = (offsets * allowed).sum().item() / n_allowed
     return {
-        "the distance has the wrong sign: query t reading key i <= t looks back t - i "
-        "positions, so use (t - i), not (i - t); or A is transposed (rows of A are "
-        "queries, columns are keys)": -total / T,
-        "you take a mean over the keys where you need a sum: averaging over all T x T cells "
-        "(or over all T keys of each row) counts the masked future cells i > t in the "
-        "denominator. The weights of a row already sum to 1, so the weighted sum over i "
-        "is already that query's average distance; then average over the queries t only": total
-        / (T * T),
-        "you divide by the number of allowed cells T(T+1)/2: that averages over the cells of "
-        "the triangle, not over the queries. Sum over the keys i (the weights already sum "
-        "to 1), then average over the T queries": total / n_allowed,
-        "you divide each query's weighted sum by the t + 1 keys it may read: the weights "
-        "alpha_{t,i} already sum to 1 over the keys, so sum_i alpha_{t,i} (t - i) is already "
-        "an average. Sum over the keys, average over the queries": (
-            weighted.sum(-1) / keys_per_query
-        ).mean(-1),
-        "you sum over the queries instead of averaging: divide by T (use .mean over the "
-        "query axis after summing over the keys)": total,
-        "the result does not depend on A at all: you average the distances |t - i| without "
-        "weighting each one by the attention weight A[t, i]": constant(unweighted_all),
-        "the result does not depend on A at all: you average the distances t - i over the "
-        "allowed keys without weighting each one by the attention weight A[t, i]": constant(
-            unweighted_rows
+        "wrong_sign": (
+            "the distance has the wrong sign: query t reading key i <= t looks back t - i "
+            "positions, so use (t - i), not (i - t); or A is transposed (rows of A are "
+            "queries, columns are keys)",
+            -total / T,
         ),
-        "the result does not depend on A at all: you average the distances t - i over the "
-        "allowed cells without weighting each one by the attention weight A[t, i]": constant(
-            unweighted_cells
+        "mean_over_keys": (
+            "you take a mean over the keys where you need a sum: averaging over all T x T "
+            "cells (or over all T keys of each row) counts the masked future cells i > t in "
+            "the denominator. The weights of a row already sum to 1, so the weighted sum over "
+            "i is already that query's average distance; then average over the queries t only",
+            total / (T * T),
+        ),
+        "divided_by_allowed_cells": (
+            "you divide by the number of allowed cells T(T+1)/2: that averages over the cells "
+            "of the triangle, not over the queries. Sum over the keys i (the weights already "
+            "sum to 1), then average over the T queries",
+            total / n_allowed,
+        ),
+        "divided_by_keys_per_query": (
+            "you divide each query's weighted sum by the t + 1 keys it may read: the weights "
+            "alpha_{t,i} already sum to 1 over the keys, so sum_i alpha_{t,i} (t - i) is "
+            "already an average. Sum over the keys, average over the queries",
+            (weighted.sum(-1) / keys_per_query).mean(-1),
+        ),
+        "summed_over_queries": (
+            "you sum over the queries instead of averaging: divide by T (use .mean over the "
+            "query axis after summing over the keys)",
+            total,
+        ),
+        "unweighted_all_cells": (
+            "the result does not depend on A at all: you average the distances |t - i| "
+            "without weighting each one by the attention weight A[t, i]",
+            constant(unweighted_all),
+        ),
+        "unweighted_allowed_keys": (
+            "the result does not depend on A at all: you average the distances t - i over the "
+            "allowed keys without weighting each one by the attention weight A[t, i]",
+            constant(unweighted_rows),
+        ),
+        "unweighted_allowed_cells": (
+            "the result does not depend on A at all: you average the distances t - i over the "
+            "allowed cells without weighting each one by the attention weight A[t, i]",
+            constant(unweighted_cells),
         ),
     }
 
@@ -120,19 +138,22 @@ def _random_causal(seed: int, lead: tuple, T: int, dtype=torch.float32) -> torch
     return _softmax(scores, dim=-1).to(dtype)
 
 
-def _shape_hint(A: torch.Tensor, got: tuple) -> str:
+def _shape_hint(A: torch.Tensor, got: tuple) -> tuple[str, str]:
+    """(name, hint) of the likely mistake behind a result of shape `got`."""
     lead, T = tuple(A.shape[:-2]), A.shape[-1]
     if got == (*lead, T):
-        return (
+        return "only_keys_reduced", (
             " You reduced only one of the two last axes: sum over the keys (dim=-1), then "
             "average over the queries (dim=-1 again, or dim=-2 before the sum)."
         )
     if got == () and lead:
-        return (
+        return "leading_axes_reduced", (
             " You reduced every axis to one number: keep the leading axes (layer, batch, head, "
             "...) and reduce only the last two, e.g. .sum(dim=-1).mean(dim=-1)."
         )
-    return " Reduce exactly the last two axes (keys, then queries) and keep all leading axes."
+    return "wrong_shape", (
+        " Reduce exactly the last two axes (keys, then queries) and keep all leading axes."
+    )
 
 
 def _compare(fn, A: torch.Tensor, case: str, known: str | None = None) -> None:
@@ -141,55 +162,64 @@ def _compare(fn, A: torch.Tensor, case: str, known: str | None = None) -> None:
     if not unchanged(before, (A,)):
         raise CheckFailed(
             f"{EX5} ({case}): your function changed A in place (an operation ending in `_`, or "
-            "`*=`). Build new tensors: the notebook reuses A for the plots."
+            "`*=`). Build new tensors: the notebook reuses A for the plots.",
+            code(EX5, "modified_inputs"),
         )
     expected = _reference(A)
     shape = tuple(A.shape[:-2])
     if type(result) is not torch.Tensor:
         raise CheckFailed(
             f"{EX5} ({case}): return a torch.Tensor of shape {shape} (one number per head), "
-            f"got {type(result).__name__}. Avoid .item() and Python loops that build floats."
+            f"got {type(result).__name__}. Avoid .item() and Python loops that build floats.",
+            code(EX5, "not_a_tensor"),
         )
     if tuple(result.shape) != shape:
+        name, hint = _shape_hint(A, tuple(result.shape))
         raise CheckFailed(
             f"{EX5} ({case}): for A of shape {tuple(A.shape)} the result should have shape "
-            f"{shape}, got {tuple(result.shape)}." + _shape_hint(A, tuple(result.shape))
+            f"{shape}, got {tuple(result.shape)}." + hint,
+            code(EX5, name),
         )
     if not result.is_floating_point():
         raise CheckFailed(
             f"{EX5} ({case}): the result has dtype {result.dtype}; a mean distance is a "
-            "floating-point number. Multiply the weights by the distances as floats."
+            "floating-point number. Multiply the weights by the distances as floats.",
+            code(EX5, "integer_result"),
         )
     if result.dtype != A.dtype:
         raise CheckFailed(
             f"{EX5} ({case}): A is {A.dtype} but the result is {result.dtype}. Keep A's dtype: "
             "build the distances with torch.arange(T, dtype=A.dtype) or let PyTorch promote "
-            "an integer arange."
+            "an integer arange.",
+            code(EX5, "dtype_not_kept"),
         )
     tolerance = {"atol": 1e-4, "rtol": 1e-4} if A.dtype != _float64 else {}
     if close(result, expected, **tolerance):
         return
     got = result.double()
-    diagnosis = match_mistake(got, _mistakes(A), **tolerance)
+    mistake = match_mistake(got, _mistakes(A), **tolerance)
     where = ""
     if known:
         shown = (
             f"{got.item():.4g}" if got.numel() == 1 else str([round(v, 4) for v in got.tolist()])
         )
         where = f" Here the answer is {known}; you returned {shown}."
-    if diagnosis:
-        raise CheckFailed(f"{EX5} ({case}): {diagnosis}.{where}")
+    if mistake:
+        name, diagnosis = mistake
+        raise CheckFailed(f"{EX5} ({case}): {diagnosis}.{where}", code(EX5, name))
     if not all_finite(result):
         raise CheckFailed(
             f"{EX5} ({case}): the result holds NaN or infinity. Multiplying A by distances "
-            "should never produce one: check for a division by zero or a log."
+            "should never produce one: check for a division by zero or a log.",
+            code(EX5, "not_finite"),
         )
     raise CheckFailed(
         f"{EX5} ({case}): your result differs from the mean over queries t of "
         f"sum_i A[t, i] (t - i) by up to {(got - expected).abs().max().item():.3g}. Build "
         "the (T, T) matrix of offsets t - i from torch.arange(T) (queries down the rows, keys "
         "across the columns), weight it by A, sum over the keys and average over the queries."
-        + where
+        + where,
+        code(EX5, "wrong_values"),
     )
 
 

@@ -35,12 +35,14 @@ def model_leak_test(model, label: str = "the model", t0: int | None = None, seed
             f"Leak test on {label}: changing the token at position {t0} moved the logits at "
             f"earlier positions by up to {earlier:.3g}; they must not move at all. Something "
             "reads the future: a mask that is missing, inverted or applied after the softmax, "
-            "or a layer that mixes positions outside attention."
+            "or a layer that mixes positions outside attention.",
+            "leak.reads_the_future",
         )
     if later == 0.0:
         raise CheckFailed(
             f"Leak test on {label}: changing the token at position {t0} changed no logit at "
-            "all, not even its own: the model ignores its input, so the test proves nothing."
+            "all, not even its own: the model ignores its input, so the test proves nothing.",
+            "leak.ignores_input",
         )
     passed(
         f"Leak test on {label}: changing position {t0} moved no earlier logit "

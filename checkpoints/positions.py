@@ -14,7 +14,7 @@ from transformer_lab.model import GPTConfig as _GPTConfig
 from transformer_lab.model import MultiHeadAttention as _MultiHeadAttention
 from transformer_lab.model import embed_with_positions as _reference
 
-from ._core import CheckFailed, call, close, expect_tensor, match_mistake, passed
+from ._core import CheckFailed, call, close, code, expect_tensor, match_mistake, passed
 
 EX3 = "Exercise 3"
 LN_VOCAB = math.log(65)  # 4.1744: the loss of a uniform guess over the 65 characters
@@ -37,10 +37,14 @@ def order_blindness(first: torch.Tensor, second: torch.Tensor, seed: int = 0) ->
     last token. Returns the largest difference between the two outputs at the last position.
     """
     if first.shape != second.shape or first.ndim != 2 or first.shape[0] != 1:
-        raise CheckFailed("order_blindness needs two (1, T) tensors of token ids of equal shape.")
+        raise CheckFailed(
+            "order_blindness needs two (1, T) tensors of token ids of equal shape.",
+            "order.wrong_shapes",
+        )
     if not _equal(first.sort().values, second.sort().values) or first[0, -1] != second[0, -1]:
         raise CheckFailed(
-            "order_blindness needs the same tokens in two orders, with the same last token."
+            "order_blindness needs the same tokens in two orders, with the same last token.",
+            "order.not_a_reordering",
         )
     config = _GPTConfig()
     with _fork_rng(), _no_grad():
@@ -58,7 +62,8 @@ def order_blindness(first: torch.Tensor, second: torch.Tensor, seed: int = 0) ->
         raise CheckFailed(
             f"Order blindness: without positions the last outputs differ by {gap:.3g}, with "
             f"positions by {gap_with:.3g}; expected about 0 and clearly more than 0. Has the "
-            "package been changed?"
+            "package been changed?",
+            "order.package_changed",
         )
     passed(
         f"Without positions, reordering the {first.shape[1] - 1} tokens before the last one "
@@ -77,32 +82,46 @@ def _tables(seed: int, vocab: int, T_max: int, d_model: int, dtype=torch.float32
     return tok_emb.to(dtype), pos_emb.to(dtype)
 
 
-def _mistakes(idx, tok_emb, pos_emb) -> dict[str, torch.Tensor]:
-    """The outputs of the usual wrong versions, computed with our own operations."""
+def _mistakes(idx, tok_emb, pos_emb) -> dict[str, tuple[str, torch.Tensor]]:
+    """{name: (diagnosis, output)} of the usual wrong versions, computed with our own
+    operations."""
     T = idx.shape[1]
     with _no_grad():
         tokens = tok_emb(idx)  # (B, T, d_model)
         positions = pos_emb(_arange(T))  # (T, d_model)
         out = {
-            "the positions are left out: add pos_emb(positions) to the token embeddings": tokens,
-            "the token embeddings are left out: Equation 8 is e_(w_t) + p_t, so look up both "
-            "tables": positions.expand_as(tokens),
-            "the position table is indexed by the token ids (pos_emb(idx)). Row t of that table "
-            "belongs to position t, whatever the token there: look it up with torch.arange(T)": (
-                tokens + pos_emb(idx)
+            "positions_not_added": (
+                "the positions are left out: add pos_emb(positions) to the token embeddings",
+                tokens,
             ),
-            "every position gets p_0, the same row of the table: look up one row per position, "
-            "torch.arange(T) with T = idx.shape[1]": tokens + pos_emb.weight[0],
-            "the token embeddings are scaled by sqrt(d_model), as in the original transformer; "
-            "the lab's model adds them unscaled (Equation 8)": (
-                tokens * math.sqrt(tokens.shape[-1]) + positions
+            "tokens_not_added": (
+                "the token embeddings are left out: Equation 8 is e_(w_t) + p_t, so look up both "
+                "tables",
+                positions.expand_as(tokens),
+            ),
+            "positions_indexed_by_token": (
+                "the position table is indexed by the token ids (pos_emb(idx)). Row t of that "
+                "table belongs to position t, whatever the token there: look it up with "
+                "torch.arange(T)",
+                tokens + pos_emb(idx),
+            ),
+            "same_position_everywhere": (
+                "every position gets p_0, the same row of the table: look up one row per "
+                "position, torch.arange(T) with T = idx.shape[1]",
+                tokens + pos_emb.weight[0],
+            ),
+            "scaled_by_sqrt_d_model": (
+                "the token embeddings are scaled by sqrt(d_model), as in the original "
+                "transformer; the lab's model adds them unscaled (Equation 8)",
+                tokens * math.sqrt(tokens.shape[-1]) + positions,
             ),
         }
         if T < pos_emb.num_embeddings:
-            out[
+            out["positions_off_by_one"] = (
                 "the positions are off by one: the first position is row 0 of the table, so use "
-                "torch.arange(T), which runs 0 .. T-1, not 1 .. T"
-            ] = tokens + pos_emb(_arange(1, T + 1))
+                "torch.arange(T), which runs 0 .. T-1, not 1 .. T",
+                tokens + pos_emb(_arange(1, T + 1)),
+            )
     return out
 
 
@@ -117,49 +136,57 @@ def _compare(fn, idx, tok_emb, pos_emb, case: str) -> None:
             raise CheckFailed(
                 f"{EX3} ({case}) raised IndexError: {cause}. A position is out of range: the "
                 f"table has rows 0 .. {pos_emb.num_embeddings - 1}, and the T = {T} positions "
-                "are 0 .. T-1 (torch.arange(T))."
+                "are 0 .. T-1 (torch.arange(T)).",
+                code(EX3, "position_out_of_range"),
             ) from None
         if isinstance(cause, RuntimeError) and "size" in str(cause):
             raise CheckFailed(
                 f"{EX3} ({case}) raised RuntimeError: {cause}. The shapes do not add up: "
                 f"tok_emb(idx) is (B, T, d_model) = ({B}, {T}, {d_model}) and the positions must "
                 "give (T, d_model). T is idx.shape[1] (idx.shape[0] is the batch size B), and "
-                "look up only the T rows you need, not the whole table."
+                "look up only the T rows you need, not the whole table.",
+                code(EX3, "positions_wrong_length"),
             ) from None
         raise
     if type(result) is torch.Tensor and tuple(result.shape) == (B, T, 2 * d_model):
         raise CheckFailed(
             f"{EX3} ({case}): the output has shape {(B, T, 2 * d_model)}: the positions are "
             "concatenated to the token embeddings. Equation 8 adds them: e_(w_t) + p_t keeps "
-            "the width d_model."
+            "the width d_model.",
+            code(EX3, "positions_concatenated"),
         )
     expect_tensor(EX3, "the output", result, (B, T, d_model))
     with _no_grad():
         right = _reference(idx, tok_emb, pos_emb)
     if not close(result.detach(), right):
-        diagnosis = match_mistake(result.detach(), _mistakes(idx, tok_emb, pos_emb))
-        if diagnosis:
-            raise CheckFailed(f"{EX3} ({case}): {diagnosis}.")
+        mistake = match_mistake(result.detach(), _mistakes(idx, tok_emb, pos_emb))
+        if mistake:
+            name, diagnosis = mistake
+            raise CheckFailed(f"{EX3} ({case}): {diagnosis}.", code(EX3, name))
         raise CheckFailed(
             f"{EX3} ({case}): the output differs from tok_emb(idx) + pos_emb(torch.arange(T)) "
-            f"by up to {(result.detach().double() - right.double()).abs().max().item():.3g}."
+            f"by up to {(result.detach().double() - right.double()).abs().max().item():.3g}.",
+            code(EX3, "wrong_values"),
         )
     if not result.requires_grad:
         raise CheckFailed(
             f"{EX3} ({case}): the output carries no gradient, so neither table would learn. "
-            "Do not use torch.no_grad(), .detach() or .data here."
+            "Do not use torch.no_grad(), .detach() or .data here.",
+            code(EX3, "no_gradient"),
         )
     tok_grad, pos_grad = _grad(result.sum(), (tok_emb.weight, pos_emb.weight), allow_unused=True)
     if pos_grad is None or not bool((pos_grad != 0).any()):
         raise CheckFailed(
             f"{EX3} ({case}): no gradient reaches the position table, so p_t would never be "
             "learned. Look the rows up through pos_emb(...) or pos_emb.weight without "
-            ".detach() or .data."
+            ".detach() or .data.",
+            code(EX3, "position_table_detached"),
         )
     if tok_grad is None or not bool((tok_grad != 0).any()):
         raise CheckFailed(
             f"{EX3} ({case}): no gradient reaches the token table: use tok_emb(idx) without "
-            ".detach() or .data."
+            ".detach() or .data.",
+            code(EX3, "token_table_detached"),
         )
 
 
@@ -191,7 +218,8 @@ def untrained_loss(model, corpus, label: str = "the untrained model") -> float:
     if not math.isfinite(nats):
         raise CheckFailed(
             f"Test loss of {label}: {nats} nats. Some logits are NaN or infinite: look for a "
-            "row of attention with no allowed key, or an overflow in the input step."
+            "row of attention with no allowed key, or an overflow in the input step.",
+            "untrained.loss_not_finite",
         )
     gap = nats - LN_VOCAB
     if abs(gap) > 0.1:
@@ -201,7 +229,8 @@ def untrained_loss(model, corpus, label: str = "the untrained model") -> float:
             f"{LN_VOCAB:.4f}. An untrained model should guess almost uniformly over the 65 "
             "characters, within 0.1 nats of ln 65. The initialisation or the scale of the "
             "logits is off: the weights start with std 0.02 and zero biases, so the logits "
-            "start near 0; look for anything that enlarges the embeddings or the logits."
+            "start near 0; look for anything that enlarges the embeddings or the logits.",
+            "untrained.loss_far_from_ln_65",
         )
     passed(
         f"Test loss of {label}: {nats:.4f} nats, within 0.1 of ln 65 = "

@@ -22,6 +22,7 @@ from ._core import (
     CheckFailed,
     call,
     close,
+    code,
     match_mistake,
     passed,
     snapshot,
@@ -31,6 +32,7 @@ from .leak import model_leak_test as _model_leak_test
 
 EXA = "Challenge A (MyMultiHeadAttention)"
 EXB = "Challenge B (MyBlock)"
+WHOLE = "The model built from your blocks (Challenges A and B)"
 
 _Block = _model.Block
 _GPTConfig = _model.GPTConfig
@@ -59,14 +61,18 @@ def _construct(exercise: str, cls, config):
     try:
         module = call(exercise, cls, config)
     except CheckFailed as failure:
-        if "MyMultiHeadAttention" in str(failure) and "NameError" in str(failure):
+        if "MyMultiHeadAttention" in failure.message and "NameError" in failure.message:
             raise CheckFailed(
                 f"{exercise}: MyBlock could not be built because MyMultiHeadAttention is not "
-                "defined: run the cell of Challenge A first (it may still be unfinished)."
+                "defined: run the cell of Challenge A first (it may still be unfinished).",
+                code(exercise, "attention_cell_not_run"),
             ) from None
         raise
     if not isinstance(module, _Module):
-        raise CheckFailed(f"{exercise}: {cls.__name__}(config) should build an nn.Module.")
+        raise CheckFailed(
+            f"{exercise}: {cls.__name__}(config) should build an nn.Module.",
+            code(exercise, "not_a_module"),
+        )
     return module
 
 
@@ -75,7 +81,8 @@ def _load(exercise: str, mine: nn.Module, ref: nn.Module) -> None:
     if _count(mine) != _count(ref):
         raise CheckFailed(
             f"{exercise}: your layer holds {_count(mine):,} parameters, the package's "
-            f"{_count(ref):,}. Keep __init__ as it was given: only forward is yours to write."
+            f"{_count(ref):,}. Keep __init__ as it was given: only forward is yours to write.",
+            code(exercise, "wrong_param_count"),
         )
     try:
         mine.load_state_dict(ref.state_dict())
@@ -83,7 +90,8 @@ def _load(exercise: str, mine: nn.Module, ref: nn.Module) -> None:
         raise CheckFailed(
             f"{exercise}: the package's weights do not fit your layer by name ({err}). Keep "
             "__init__ as it was given, so that the check can copy W_Q, W_K, W_V, proj, ln1, "
-            "ln2 and ffn into it."
+            "ln2 and ffn into it.",
+            code(exercise, "wrong_param_names"),
         ) from None
 
 
@@ -91,17 +99,19 @@ def _forward(exercise: str, module, H):
     try:
         return call(exercise, module, H)
     except CheckFailed as failure:
-        text = str(failure)
+        text = failure.message
         if "view size is not compatible" in text:
             raise CheckFailed(
                 f"{text} After transpose(1, 2) the tensor is no longer contiguous in memory, so "
                 ".view cannot merge its axes: use .reshape(B, T, d_model), or "
-                ".contiguous().view(B, T, d_model)."
+                ".contiguous().view(B, T, d_model).",
+                code(exercise, "view_after_transpose"),
             ) from None
         if "tuple" in text and ("operand" in text or "attribute" in text):
             raise CheckFailed(
                 f"{text} The attention layer returns the pair (output, A): unpack it, e.g. "
-                "`attended, _ = self.attn(...)`."
+                "`attended, _ = self.attn(...)`.",
+                code(exercise, "pair_not_unpacked"),
             ) from None
         raise
 
@@ -146,32 +156,51 @@ def _mha_variant(
         return _linear(merged, ref.proj.weight, ref.proj.bias)
 
 
-def _mha_mistakes(ref, H) -> dict[str, torch.Tensor]:
+def _mha_mistakes(ref, H) -> dict[str, tuple[str, torch.Tensor]]:
     cut_wrong = (
         "the heads are cut wrongly: .view(B, n_heads, T, d_k) reads the memory of the (B, T, "
         "d_model) tensor in the wrong order, so each 'head' mixes positions. Cut the last axis: "
         ".view(B, T, n_heads, d_k), then .transpose(1, 2) to bring the heads forward"
     )
     return {
-        cut_wrong: _mha_variant(ref, H, split="view", merge="no_transpose"),
-        cut_wrong + " (and transpose back after the attention)": _mha_variant(ref, H, split="view"),
-        "the heads are put back together without transposing: V_bar is (B, n_heads, T, d_k); "
-        ".transpose(1, 2) to (B, T, n_heads, d_k) before .reshape(B, T, d_model), or the "
-        "reshape mixes positions and heads": _mha_variant(ref, H, merge="no_transpose"),
-        "the output reads the future: there is no causal mask. Pass allowed = "
-        "tl.causal_mask(T) (True where query t may read key i <= t) to the attention": (
-            _mha_variant(ref, H, masked=False)
+        "wrong_split_and_merge": (
+            cut_wrong,
+            _mha_variant(ref, H, split="view", merge="no_transpose"),
         ),
-        "the scores are divided by sqrt(d_model): each head compares vectors of width d_k = "
-        "d_model / n_heads, so divide by sqrt(d_k) (Equation 3)": _mha_variant(
-            ref, H, scale="d_model"
+        "wrong_split": (
+            cut_wrong + " (and transpose back after the attention)",
+            _mha_variant(ref, H, split="view"),
         ),
-        "the scores are not divided by sqrt(d_k) (Equation 3)": _mha_variant(ref, H, scale="none"),
-        "head r takes the columns r, r + n_heads, ... (a view of (B, T, d_k, n_heads)); the "
-        "package's head r owns the consecutive columns r*d_k .. (r+1)*d_k - 1, so use "
-        ".view(B, T, n_heads, d_k)": _mha_variant(ref, H, split="interleaved", merge="interleaved"),
-        "W_proj is missing: after concatenating the heads, mix them with self.proj (Equation 7)": (
-            _mha_variant(ref, H, project=False)
+        "merge_without_transpose": (
+            "the heads are put back together without transposing: V_bar is (B, n_heads, T, d_k); "
+            ".transpose(1, 2) to (B, T, n_heads, d_k) before .reshape(B, T, d_model), or the "
+            "reshape mixes positions and heads",
+            _mha_variant(ref, H, merge="no_transpose"),
+        ),
+        "no_causal_mask": (
+            "the output reads the future: there is no causal mask. Pass allowed = "
+            "tl.causal_mask(T) (True where query t may read key i <= t) to the attention",
+            _mha_variant(ref, H, masked=False),
+        ),
+        "scaled_by_d_model": (
+            "the scores are divided by sqrt(d_model): each head compares vectors of width d_k = "
+            "d_model / n_heads, so divide by sqrt(d_k) (Equation 3)",
+            _mha_variant(ref, H, scale="d_model"),
+        ),
+        "no_sqrt_dk": (
+            "the scores are not divided by sqrt(d_k) (Equation 3)",
+            _mha_variant(ref, H, scale="none"),
+        ),
+        "interleaved_heads": (
+            "head r takes the columns r, r + n_heads, ... (a view of (B, T, d_k, n_heads)); the "
+            "package's head r owns the consecutive columns r*d_k .. (r+1)*d_k - 1, so use "
+            ".view(B, T, n_heads, d_k)",
+            _mha_variant(ref, H, split="interleaved", merge="interleaved"),
+        ),
+        "no_proj": (
+            "W_proj is missing: after concatenating the heads, mix them with self.proj "
+            "(Equation 7)",
+            _mha_variant(ref, H, project=False),
         ),
     }
 
@@ -200,11 +229,14 @@ def _check_mha(cls, config, B: int, T: int, seed: int, case: str, dropout_check=
         result = _forward(EXA, mine, H)
         ref_out, ref_A = ref(H, need_weights=True)
     if not unchanged(before, (H,)):
-        raise CheckFailed(f"{EXA} ({case}): forward changed its input H in place.")
+        raise CheckFailed(
+            f"{EXA} ({case}): forward changed its input H in place.", code(EXA, "modified_input")
+        )
     if not isinstance(result, tuple) or len(result) != 2:
         raise CheckFailed(
             f"{EXA} ({case}): forward should return the pair (output, A) like the package's "
-            f"layer, got {type(result).__name__}."
+            f"layer, got {type(result).__name__}.",
+            code(EXA, "not_a_pair"),
         )
     out, A = result
     d_model, h = config.d_model, config.n_heads
@@ -212,19 +244,22 @@ def _check_mha(cls, config, B: int, T: int, seed: int, case: str, dropout_check=
         got = tuple(out.shape) if type(out) is _Tensor else type(out).__name__
         raise CheckFailed(
             f"{EXA} ({case}): the output should be a tensor of shape (B, T, d_model) = "
-            f"{(B, T, d_model)}, got {got}."
+            f"{(B, T, d_model)}, got {got}.",
+            code(EXA, "wrong_shape"),
         )
     if close(out, ref_out):
         if type(A) is not _Tensor or tuple(A.shape) != (B, h, T, T):
             got = tuple(A.shape) if type(A) is _Tensor else type(A).__name__
             raise CheckFailed(
                 f"{EXA} ({case}): the output is right, but the second value should be A, the "
-                f"weights of every head, shape (B, n_heads, T, T) = {(B, h, T, T)} (got {got})."
+                f"weights of every head, shape (B, n_heads, T, T) = {(B, h, T, T)} (got {got}).",
+                code(EXA, "wrong_weights_shape"),
             )
         if not close(A, ref_A):
             raise CheckFailed(
                 f"{EXA} ({case}): the output is right but A is not the weights your heads used "
-                "(softmax of the masked, scaled scores, one (T, T) matrix per head)."
+                "(softmax of the masked, scaled scores, one (T, T) matrix per head).",
+                code(EXA, "wrong_weights"),
             )
         if T > 1:
             t0 = T // 2
@@ -232,27 +267,31 @@ def _check_mha(cls, config, B: int, T: int, seed: int, case: str, dropout_check=
             if leak != 0.0:
                 raise CheckFailed(
                     f"{EXA} ({case}): changing the input at position {t0} moved earlier outputs "
-                    f"by up to {leak:.3g}; they must not move at all."
+                    f"by up to {leak:.3g}; they must not move at all.",
+                    code(EXA, "reads_future"),
                 )
         if dropout_check:
             _check_dropout(mine, H, out, case)
         return
-    diagnosis = match_mistake(out, _mha_mistakes(ref, H))
-    if diagnosis:
-        raise CheckFailed(f"{EXA} ({case}): {diagnosis}.")
+    mistake = match_mistake(out, _mha_mistakes(ref, H))
+    if mistake:
+        name, diagnosis = mistake
+        raise CheckFailed(f"{EXA} ({case}): {diagnosis}.", code(EXA, name))
     if T > 1:
         leak = _layer_leak(EXA, mine, H, out, T // 2)
         if leak != 0.0:
             raise CheckFailed(
                 f"{EXA} ({case}): changing the input at position {T // 2} moved earlier outputs "
                 f"by up to {leak:.3g}: your layer reads the future. Check the causal mask (True "
-                "= may read, applied to the scores before the softmax)."
+                "= may read, applied to the scores before the softmax).",
+                code(EXA, "reads_future"),
             )
     raise CheckFailed(
         f"{EXA} ({case}): the output differs from the package's layer by up to "
         f"{(out.double() - ref_out.double()).abs().max().item():.3g}. Follow the lecture's "
         "split: W_Q, W_K, W_V on H; .view(B, T, n_heads, d_k).transpose(1, 2); attention with "
-        "the causal mask; .transpose(1, 2).reshape(B, T, d_model); then self.proj and self.drop."
+        "the causal mask; .transpose(1, 2).reshape(B, T, d_model); then self.proj and self.drop.",
+        code(EXA, "wrong_output"),
     )
 
 
@@ -269,7 +308,8 @@ def _check_dropout(mine, H, eval_out, case: str) -> None:
         raise CheckFailed(
             f"{EXA} ({case}): in training mode your layer gives exactly its evaluation-mode "
             "output, so self.drop is never applied. The package applies it to the output of "
-            "self.proj."
+            "self.proj.",
+            code(EXA, "no_dropout"),
         )
 
 
@@ -307,7 +347,7 @@ def _randomize_norms(block, seed: int) -> None:
             ln.bias.copy_(0.3 * _randn(ln.bias.shape, generator=g))
 
 
-def _block_mistakes(ref, H) -> dict[str, torch.Tensor]:
+def _block_mistakes(ref, H) -> dict[str, tuple[str, torch.Tensor]]:
     ln1, ln2, ffn = ref.ln1, ref.ln2, ref.ffn
 
     def mha(X):
@@ -320,42 +360,72 @@ def _block_mistakes(ref, H) -> dict[str, torch.Tensor]:
         normed = ln1(H)
         normed_res = normed + mha(normed)
         out = {
-            "this is post-norm (Equation 13): LayerNorm after each addition. The lab's block is "
-            "pre-norm (Equation 12): each sublayer reads LN of the stream, and its output is "
-            "added to the stream itself, which is never normalized": ln2(post + ffn(post)),
-            "the residual around attention is missing: H' = H + MHA(LN1(H)), the input H must "
-            "be added back": no_attn_res + ffn(ln2(no_attn_res)),
-            "the residual around the feed-forward layer is missing: H_out = H' + FFN(LN2(H'))": (
-                ffn(ln2(pre))
+            "post_norm": (
+                "this is post-norm (Equation 13): LayerNorm after each addition. The lab's block "
+                "is pre-norm (Equation 12): each sublayer reads LN of the stream, and its output "
+                "is added to the stream itself, which is never normalized",
+                ln2(post + ffn(post)),
             ),
-            "both residuals are missing: each sublayer's output is added to its input (H' = H + "
-            "..., H_out = H' + ...)": ffn(ln2(no_attn_res)),
-            "LayerNorm is applied to the wrong tensor: you normalize the stream itself "
-            "(H = LN(H), then H + sublayer(H)). Keep H as it is and feed LN(H) only to the "
-            "sublayer: H' = H + MHA(LN1(H))": ln2(normed_res) + ffn(ln2(normed_res)),
-            "LayerNorm is applied to the wrong tensor: before attention you normalize the stream "
-            "itself (H = LN1(H), then H + MHA(H)). Feed LN1(H) only to the sublayer and add its "
-            "output to the unnormalized H": normed_res + ffn(ln2(normed_res)),
-            "LayerNorm is applied to the wrong tensor: before the feed-forward layer you normalize "
-            "the stream itself (H' = LN2(H'), then H' + FFN(H')). Feed LN2(H') only to the "
-            "sublayer": ln2(pre) + ffn(ln2(pre)),
-            "LayerNorm is applied to the wrong tensor: it normalizes the sublayer's output "
-            "(H + LN(MHA(H))). In Equation 12 it normalizes the sublayer's input": (
-                (H + ln1(mha(H))) + ln2(ffn(H + ln1(mha(H))))
+            "no_attn_residual": (
+                "the residual around attention is missing: H' = H + MHA(LN1(H)), the input H must "
+                "be added back",
+                no_attn_res + ffn(ln2(no_attn_res)),
             ),
-            "the two LayerNorms are swapped: ln1 goes before attention, ln2 before the "
-            "feed-forward layer (each has its own gain and bias)": (
-                (H + mha(ln2(H))) + ffn(ln1(H + mha(ln2(H))))
+            "no_ffn_residual": (
+                "the residual around the feed-forward layer is missing: H_out = H' + FFN(LN2(H'))",
+                ffn(ln2(pre)),
             ),
-            "LayerNorm is applied to the wrong tensor: the feed-forward layer reads LN2 of the "
-            "block's input H, not of H' = H + MHA(LN1(H)), the stream after attention": pre
-            + ffn(ln2(H)),
-            "the second residual adds the block's input H instead of H': the attention output is "
-            "lost. H_out = H' + FFN(LN2(H'))": H + ffn(ln2(pre)),
-            "the feed-forward layer reads H' without LayerNorm: H_out = H' + FFN(LN2(H'))": pre
-            + ffn(pre),
-            "attention reads H without LayerNorm: H' = H + MHA(LN1(H))": (H + mha(H))
-            + ffn(ln2(H + mha(H))),
+            "no_residuals": (
+                "both residuals are missing: each sublayer's output is added to its input (H' = "
+                "H + ..., H_out = H' + ...)",
+                ffn(ln2(no_attn_res)),
+            ),
+            "normed_stream": (
+                "LayerNorm is applied to the wrong tensor: you normalize the stream itself "
+                "(H = LN(H), then H + sublayer(H)). Keep H as it is and feed LN(H) only to the "
+                "sublayer: H' = H + MHA(LN1(H))",
+                ln2(normed_res) + ffn(ln2(normed_res)),
+            ),
+            "normed_stream_attn": (
+                "LayerNorm is applied to the wrong tensor: before attention you normalize the "
+                "stream itself (H = LN1(H), then H + MHA(H)). Feed LN1(H) only to the sublayer "
+                "and add its output to the unnormalized H",
+                normed_res + ffn(ln2(normed_res)),
+            ),
+            "normed_stream_ffn": (
+                "LayerNorm is applied to the wrong tensor: before the feed-forward layer you "
+                "normalize the stream itself (H' = LN2(H'), then H' + FFN(H')). Feed LN2(H') only "
+                "to the sublayer",
+                ln2(pre) + ffn(ln2(pre)),
+            ),
+            "norm_after_sublayer": (
+                "LayerNorm is applied to the wrong tensor: it normalizes the sublayer's output "
+                "(H + LN(MHA(H))). In Equation 12 it normalizes the sublayer's input",
+                (H + ln1(mha(H))) + ln2(ffn(H + ln1(mha(H)))),
+            ),
+            "swapped_norms": (
+                "the two LayerNorms are swapped: ln1 goes before attention, ln2 before the "
+                "feed-forward layer (each has its own gain and bias)",
+                (H + mha(ln2(H))) + ffn(ln1(H + mha(ln2(H)))),
+            ),
+            "ffn_reads_input": (
+                "LayerNorm is applied to the wrong tensor: the feed-forward layer reads LN2 of the "
+                "block's input H, not of H' = H + MHA(LN1(H)), the stream after attention",
+                pre + ffn(ln2(H)),
+            ),
+            "ffn_residual_adds_input": (
+                "the second residual adds the block's input H instead of H': the attention output "
+                "is lost. H_out = H' + FFN(LN2(H'))",
+                H + ffn(ln2(pre)),
+            ),
+            "no_ln2": (
+                "the feed-forward layer reads H' without LayerNorm: H_out = H' + FFN(LN2(H'))",
+                pre + ffn(pre),
+            ),
+            "no_ln1": (
+                "attention reads H without LayerNorm: H' = H + MHA(LN1(H))",
+                (H + mha(H)) + ffn(ln2(H + mha(H))),
+            ),
         }
     return out
 
@@ -412,29 +482,34 @@ def _check_block(cls, config, B: int, T: int, seed: int, case: str) -> None:
     if not unchanged(before, (H,)):
         raise CheckFailed(
             f"{EXB} ({case}): forward changed its input H in place (`H += ...`). Write "
-            "H = H + ... instead: the caller may still need the block's input."
+            "H = H + ... instead: the caller may still need the block's input.",
+            code(EXB, "in_place_add"),
         )
     if isinstance(out, tuple):
         raise CheckFailed(
             f"{EXB} ({case}): forward should return the new H only, a tensor (B, T, d_model); "
-            "you returned a tuple. Unpack the attention layer's (output, A) inside the block."
+            "you returned a tuple. Unpack the attention layer's (output, A) inside the block.",
+            code(EXB, "returns_tuple"),
         )
     if type(out) is not _Tensor or tuple(out.shape) != (B, T, config.d_model):
         got = tuple(out.shape) if type(out) is _Tensor else type(out).__name__
         raise CheckFailed(
             f"{EXB} ({case}): forward should return a tensor of shape (B, T, d_model) = "
-            f"{(B, T, config.d_model)}, got {got}."
+            f"{(B, T, config.d_model)}, got {got}.",
+            code(EXB, "wrong_shape"),
         )
     if close(out, ref_out):
         return
-    diagnosis = match_mistake(out, _block_mistakes(ref, H))
-    if diagnosis:
-        raise CheckFailed(f"{EXB} ({case}): {diagnosis}.")
+    mistake = match_mistake(out, _block_mistakes(ref, H))
+    if mistake:
+        name, diagnosis = mistake
+        raise CheckFailed(f"{EXB} ({case}): {diagnosis}.", code(EXB, name))
     _block_leak_test(cls, config, seed)
     raise CheckFailed(
         f"{EXB} ({case}): the output differs from the package's Block by up to "
         f"{(out.double() - ref_out.double()).abs().max().item():.3g}. Equation 12, in two lines: "
-        "H = H + attention output of self.ln1(H); H = H + self.ffn(self.ln2(H))."
+        "H = H + attention output of self.ln1(H); H = H + self.ffn(self.ln2(H)).",
+        code(EXB, "wrong_output"),
     )
 
 
@@ -447,8 +522,10 @@ def _block_leak_test(cls, config, seed: int) -> None:
         _quiet_leak_test(stack, "a stack of two of your blocks")
     except CheckFailed as failure:
         raise CheckFailed(
-            f"{EXB}: {failure} In a block only attention may mix positions: LayerNorm acts on "
-            "each position's vector alone (the last axis), and so does the feed-forward layer."
+            f"{EXB}: {failure.message} In a block only attention may mix positions: LayerNorm "
+            "acts on each position's vector alone (the last axis), and so does the feed-forward "
+            "layer.",
+            code(EXB, "mixes_positions"),
         ) from None
 
 
@@ -486,17 +563,19 @@ def whole_model(my_model, gpt) -> None:
     gpt.eval()
     with _no_grad():
         theirs = gpt(idx)
-        mine = call("The model built from your blocks (Challenges A and B)", my_model, idx)
+        mine = call(WHOLE, my_model, idx)
     if type(mine) is not _Tensor or mine.shape != theirs.shape:
         raise CheckFailed(
             f"Your model should return logits of shape {tuple(theirs.shape)}: check that MyBlock "
-            "returns the new H only."
+            "returns the new H only.",
+            code(WHOLE, "wrong_logits_shape"),
         )
     gap = (mine.double() - theirs.double()).abs().max().item()
     if not close(mine, theirs, atol=1e-4, rtol=1e-4):
         raise CheckFailed(
             f"With your blocks the logits differ from the model's by up to {gap:.3g}: one of the "
-            "two challenges above does not pass yet; run their checks first."
+            "two challenges above does not pass yet; run their checks first.",
+            code(WHOLE, "logits_differ"),
         )
     _quiet_leak_test(my_model, "the model built from your blocks")
     passed(

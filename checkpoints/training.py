@@ -7,9 +7,10 @@ import math
 
 import torch
 
-from ._core import CheckFailed, call, passed
+from ._core import CheckFailed, call, code, passed
 
 EX4 = "Exercise 4"
+_TRIGRAM = "The comparison with the trigram"  # not an exercise: its codes are check.<name>
 _log_softmax = torch.log_softmax
 _LN2 = math.log(2)
 # How far below the trigram the GPT must land when it is trained at a real budget.
@@ -22,7 +23,8 @@ def _reference(logits: torch.Tensor, targets: torch.Tensor) -> tuple[float, floa
     return nats, math.exp(nats), nats / _LN2
 
 
-def _mistakes(logits, targets) -> dict[str, tuple[float, float, float]]:
+def _mistakes(logits, targets) -> dict[str, tuple[str, tuple[float, float, float]]]:
+    """name -> (diagnosis, (nats, perplexity, bits)) of the usual wrong versions."""
     log_probs = _log_softmax(logits.double(), dim=-1)
     picked = log_probs.gather(-1, targets.unsqueeze(-1)).squeeze(-1)  # (B, T)
     nats, ppl, bits = _reference(logits, targets)
@@ -30,35 +32,40 @@ def _mistakes(logits, targets) -> dict[str, tuple[float, float, float]]:
     summed_over_B = -picked.sum(0).mean().item()
     raw = logits.double().gather(-1, targets.unsqueeze(-1)).squeeze(-1)
     return {
-        "the loss is summed over the positions instead of averaged: Equation 15 divides by T "
-        "(mean over every position of every sequence)": (
-            summed_over_T,
-            math.exp(min(summed_over_T, 700)),
-            summed_over_T / _LN2,
+        "summed_over_positions": (
+            "the loss is summed over the positions instead of averaged: Equation 15 divides by "
+            "T (mean over every position of every sequence)",
+            (summed_over_T, math.exp(min(summed_over_T, 700)), summed_over_T / _LN2),
         ),
-        "the loss is summed over the batch instead of averaged over every position": (
-            summed_over_B,
-            math.exp(min(summed_over_B, 700)),
-            summed_over_B / _LN2,
+        "summed_over_batch": (
+            "the loss is summed over the batch instead of averaged over every position",
+            (summed_over_B, math.exp(min(summed_over_B, 700)), summed_over_B / _LN2),
         ),
-        "the loss is in bits (log base 2) where nats (natural log) are asked for: nats come "
-        "from ln, bits = nats / ln 2": (bits, 2**bits, bits / _LN2),
-        "bits are computed as nats * ln 2; bits per character = nats / ln 2": (
-            nats,
-            ppl,
-            nats * _LN2,
+        "loss_in_bits": (
+            "the loss is in bits (log base 2) where nats (natural log) are asked for: nats come "
+            "from ln, bits = nats / ln 2",
+            (bits, 2**bits, bits / _LN2),
         ),
-        "perplexity is 2 ** nats; with a loss in nats it is exp(nats)": (nats, 2**nats, bits),
-        "the sign is flipped: the loss is the NEGATIVE mean log-probability": (
-            -nats,
-            math.exp(-nats),
-            -bits,
+        "bits_times_ln2": (
+            "bits are computed as nats * ln 2; bits per character = nats / ln 2",
+            (nats, ppl, nats * _LN2),
         ),
-        "the loss uses the raw logits: take log_softmax (or cross_entropy) first, so the "
-        "scores become log-probabilities": (
-            -raw.mean().item(),
-            math.exp(min(-raw.mean().item(), 700)),
-            -raw.mean().item() / _LN2,
+        "perplexity_base_2": (
+            "perplexity is 2 ** nats; with a loss in nats it is exp(nats)",
+            (nats, 2**nats, bits),
+        ),
+        "sign_flipped": (
+            "the sign is flipped: the loss is the NEGATIVE mean log-probability",
+            (-nats, math.exp(-nats), -bits),
+        ),
+        "raw_logits": (
+            "the loss uses the raw logits: take log_softmax (or cross_entropy) first, so the "
+            "scores become log-probabilities",
+            (
+                -raw.mean().item(),
+                math.exp(min(-raw.mean().item(), 700)),
+                -raw.mean().item() / _LN2,
+            ),
         ),
     }
 
@@ -70,25 +77,30 @@ def _agree(a: tuple, b: tuple) -> bool:
 def _case(fn, logits, targets, case: str) -> None:
     result = call(EX4, fn, logits, targets)
     if not isinstance(result, tuple) or len(result) != 3:
-        raise CheckFailed(f"{EX4}: return the triple (nats, perplexity, bits).")
+        raise CheckFailed(
+            f"{EX4}: return the triple (nats, perplexity, bits).", code(EX4, "not_a_triple")
+        )
     if any(type(x) is not float for x in result):
         kinds = ", ".join(type(x).__name__ for x in result)
         raise CheckFailed(
-            f"{EX4}: return three Python floats, got ({kinds}); call .item() on a 0-d tensor."
+            f"{EX4}: return three Python floats, got ({kinds}); call .item() on a 0-d tensor.",
+            code(EX4, "not_floats"),
         )
     expected = _reference(logits, targets)
     if _agree(result, expected):
         return
-    for diagnosis, wrong in _mistakes(logits, targets).items():
+    for name, (diagnosis, wrong) in _mistakes(logits, targets).items():
         if _agree(result, wrong):
-            raise CheckFailed(f"{EX4} ({case}): {diagnosis}.")
+            raise CheckFailed(f"{EX4} ({case}): {diagnosis}.", code(EX4, name))
     names = ("nats", "perplexity", "bits")
     wrong = [
         f"{n} {r:.4f} (expected {e:.4f})"
         for n, r, e in zip(names, result, expected, strict=True)
         if not math.isclose(r, e, rel_tol=1e-4, abs_tol=1e-5)
     ]
-    raise CheckFailed(f"{EX4} ({case}): {', '.join(wrong)}. Re-read Equation 15.")
+    raise CheckFailed(
+        f"{EX4} ({case}): {', '.join(wrong)}. Re-read Equation 15.", code(EX4, "wrong_values")
+    )
 
 
 def _inputs(seed: int, B: int, T: int, V: int, dtype=torch.float32):
@@ -122,6 +134,7 @@ def gpt_well_below_trigram(gpt_nats: float, trigram_nats: float, budget: str) ->
         raise CheckFailed(
             f"The mini-GPT scored {gpt_nats:.4f} nats against the trigram's "
             f"{trigram_nats:.4f}: a trained model should be well below the counts. Was it "
-            "trained (loss curve falling?), and does evaluation use the trained weights?"
+            "trained (loss curve falling?), and does evaluation use the trained weights?",
+            code(_TRIGRAM, "gpt_not_below_trigram"),
         )
     passed(f"The mini-GPT ({gpt_nats:.4f} nats) is well below the trigram ({trigram_nats:.4f}).")

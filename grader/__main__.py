@@ -4,6 +4,7 @@
     python -m grader autograde --workers 2   preflight, execute, score -> gradebook
     python -m grader feedback                HTML per student, hidden tests left out
     python -m grader export                  reports/grades.csv
+    python -m grader report                  reports/class.md: pass rates and common mistakes
 
 Every command takes --course (default grader/course) and writes its report to reports/. The
 release itself is built from solutions/ by `make release` (python -m maintainer.notebook_build).
@@ -44,6 +45,9 @@ def main(argv: list[str] | None = None) -> None:
     auto.add_argument("--notebook-timeout", type=int, default=grading.NOTEBOOK_TIMEOUT)
     auto.add_argument("--memory-gb", type=float, default=grading.MEMORY_GB)
     auto.add_argument("--force", action="store_true", help="regrade unchanged submissions too")
+    auto.add_argument(
+        "--scheduler", help="run the jobs on a Dask cluster: its scheduler, tcp://HOST:PORT"
+    )
     auto.add_argument("--student", nargs="+", help="only these students")
     auto.add_argument("--assignment", nargs="+", help="only these notebooks")
     auto.add_argument(
@@ -52,6 +56,10 @@ def main(argv: list[str] | None = None) -> None:
         help="run notebooks without bubblewrap, with your own rights (trusted notebooks only)",
     )
     commands.add_parser("feedback", help="HTML feedback in feedback/, hidden tests left out")
+    report = commands.add_parser("report", help="the class report of common mistakes")
+    report.add_argument(
+        "--names", action="store_true", help="name the students behind each mistake (not for class)"
+    )
     export = commands.add_parser("export", help="the gradebook as CSV")
     export.add_argument("--to", type=Path, help="default: COURSE/reports/grades.csv")
     args = parser.parse_args(argv)
@@ -74,12 +82,18 @@ def main(argv: list[str] | None = None) -> None:
                 students=args.student,
                 only=args.assignment,
                 sandboxed=not args.no_sandbox,
+                scheduler=args.scheduler,
             )
             print((reports / "autograde.md").read_text(encoding="utf-8"))
             print(f"report: {reports / 'autograde.md'}")
         elif args.command == "feedback":
             feedback(course)
             print(f"feedback in {course / 'feedback'}")
+        elif args.command == "report":
+            from .class_report import class_report
+
+            for path in class_report(course, names=args.names):
+                print(f"wrote {path}")
         elif args.command == "export":
             target = (args.to or reports / "grades.csv").resolve()
             target.parent.mkdir(parents=True, exist_ok=True)

@@ -363,3 +363,45 @@ def test_preflight_quarantines_another_notebook(course):
     other = json.dumps(perfect(course, "02_causal_mask")).encode()
     result = preflight.preflight(other, release_notebook(course, "01_attention"))
     assert result.notebook is None and "does not look like this notebook" in result.quarantined
+
+
+def test_class_report_counts_mistake_codes_without_names(graded, course):
+    run = [sys.executable, "-m", "grader", "--course", str(course), "report"]
+    subprocess.run(run, check=True, cwd=ROOT, capture_output=True)
+    reports = course / "reports"
+    text = (reports / "class.md").read_text()
+    rows = list(csv.DictReader((reports / "class.csv").open()))
+    count = {(r["check"], r["outcome"]): int(r["students"]) for r in rows}
+    # deleted, edited, markdown, skiptag and allclose all hand in attention without 1/sqrt(d_k)
+    assert count["ex1_check", "ex1.no_sqrt_dk"] == 5
+    assert count["ex1_check", "ex1.not_done"] >= 1  # untouched and partial
+    assert count["ex0_check", "passed"] >= 10
+    assert "`ex1.no_sqrt_dk`" in text and "not divided by sqrt(d_k)" in text
+    assert "| 01_attention | ex1_check |" in text
+    assert not any(student in text for student in ("perfect", "erin", "alwayseq"))
+    assert (reports / "class_pass_rate.png").stat().st_size > 0
+    assert (reports / "class_mistakes.png").stat().st_size > 0
+    subprocess.run([*run, "--names"], check=True, cwd=ROOT, capture_output=True)
+    assert "allclose" in (reports / "class.md").read_text()  # asked for: names appear
+
+
+def test_a_dask_cluster_grades_like_the_local_pool(graded, course):
+    """Two single-threaded workers of a LocalCluster, the same notebooks, the same scores."""
+    distributed = pytest.importorskip("distributed")
+    _, first = graded
+    students = ["deleted", "partial", "colab"]
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+    ) as cluster:
+        again = autograde(
+            course,
+            students=students,
+            cell_timeout=10,
+            memory_gb=3,
+            force=True,
+            progress=False,
+            scheduler=cluster.scheduler_address,
+        )
+    assert {o.status for o in again} == {"graded"}
+    local = {(o.student, o.assignment): o.score for o in first if o.student in students}
+    assert {(o.student, o.assignment): o.score for o in again} == local

@@ -15,6 +15,7 @@ from maintainer.pipeline import (
     BudgetWarning,
     PipelineError,
     budgets_for,
+    choose_seeds,
     run_pipeline,
     summarise_seeds,
     validate,
@@ -182,3 +183,13 @@ def test_records_without_budget_fields_stay_valid():
         "results": {},
     }
     validate({"schema_version": 1, "runs": {"quick/cpu": run}})
+
+
+def test_recorded_seeds_are_kept():
+    recorded = {"runs": {"quick/cpu": {"provenance": {"seeds": [0, 1, 2]}}}}
+    assert choose_seeds(recorded, "quick/cpu", None, replace=False) == [0, 1, 2]
+    assert choose_seeds(recorded, "full/cpu", None, replace=False) == [0]
+    assert choose_seeds(recorded, "quick/cpu", [0, 1, 2, 3], replace=False) == [0, 1, 2, 3]
+    with pytest.raises(PipelineError, match=r"would drop \[1, 2\].*SEEDS=0,1,2"):
+        choose_seeds(recorded, "quick/cpu", [0], replace=False)
+    assert choose_seeds(recorded, "quick/cpu", [0], replace=True) == [0]

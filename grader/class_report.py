@@ -1,0 +1,216 @@
+"""The class report for the debrief: per exercise, how many passed, which mistakes, how many not
+done, from the autograded notebooks.
+
+    python -m grader report          (make class-report)
+
+Each graded check cell of an autograded notebook ends in one of three ways: it passed (no error
+output), the exercise was not done (a `NotDoneYet`, code `exN.not_done`), or a check failed with
+a mistake code (`CheckFailed`'s `[ex1.no_sqrt_dk]`; other errors count as `other.<ErrorName>`).
+The report counts codes, not sentences, so rewording a message changes nothing here. It reads
+whatever has been graded so far, so it works on a partial run.
+
+Written to reports/: class.md, class.csv (one row per check and outcome), class_pass_rate.png
+and class_mistakes.png. They carry no student names unless asked (`--names`), so they can be
+shown in class.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import statistics
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+
+from checkpoints._core import CODE_AT_END
+
+from .course import db_url
+
+PASSED = "passed"
+TOP = 5  # mistakes per exercise in the figure
+
+
+@dataclass
+class Check:
+    """One graded check cell across the class."""
+
+    assignment: str
+    grade_id: str
+    outcomes: dict[str, str] = field(default_factory=dict)  # student -> outcome
+    scores: list[float] = field(default_factory=list)
+    max_score: float = 0.0
+    seconds: list[float] = field(default_factory=list)  # job time of the notebook it sits in
+
+    def count(self, outcome: str) -> int:
+        return sum(o == outcome for o in self.outcomes.values())
+
+    @property
+    def not_done(self) -> int:
+        return sum(o.endswith(".not_done") for o in self.outcomes.values())
+
+    def mistakes(self) -> list[tuple[str, int]]:
+        counted = Counter(
+            o for o in self.outcomes.values() if o != PASSED and not o.endswith(".not_done")
+        )
+        return counted.most_common()
+
+
+def outcome(cell) -> tuple[str, str]:
+    """(outcome, its message) of one executed graded cell."""
+    errors = [o for o in cell.get("outputs", []) if o.output_type == "error"]
+    if not errors:
+        return PASSED, ""
+    error = errors[0]
+    found = CODE_AT_END.search(error.evalue)
+    if found:
+        return found.group(1), error.evalue[: found.start()].strip()
+    return f"other.{error.ename}", error.evalue.strip()
+
+
+def _scores(course: Path) -> dict[tuple[str, str, str], tuple[float, float]]:
+    """(student, assignment, grade_id) -> (score, max) from the gradebook."""
+    from nbgrader.api import Gradebook
+
+    found = {}
+    with Gradebook(db_url(course)) as gb:
+        for assignment in gb.assignments:
+            for submission in gb.assignment_submissions(assignment.name):
+                for notebook in submission.notebooks:
+                    for grade in notebook.grades:
+                        key = (submission.student_id, assignment.name, grade.name)
+                        found[key] = (grade.score, grade.max_score)
+    return found
+
+
+def collect(course: Path) -> tuple[list[Check], dict[str, str]]:
+    """Every graded check of every autograded notebook, and an example message per outcome."""
+    course = Path(course)
+    scores = _scores(course) if (course / "gradebook.db").is_file() else {}
+    checks: dict[tuple[str, str], Check] = {}
+    messages: dict[str, str] = {}
+    for path in sorted(course.glob("autograded/*/*/*.ipynb")):
+        student, assignment = path.parent.parent.name, path.parent.name
+        job = path.with_name("job.json")
+        seconds = json.loads(job.read_text()).get("seconds") if job.is_file() else None
+        for cell in nbformat.read(path, 4).cells:
+            meta = cell.metadata.get("nbgrader", {})
+            if cell.cell_type != "code" or not meta.get("grade"):
+                continue
+            check = checks.setdefault(
+                (assignment, meta["grade_id"]), Check(assignment, meta["grade_id"])
+            )
+            result, message = outcome(cell)
+            check.outcomes[student] = result
+            messages.setdefault(result, message)
+            score, out_of = scores.get((student, assignment, meta["grade_id"]), (None, None))
+            if score is not None:
+                check.scores.append(score)
+                check.max_score = max(check.max_score, out_of or 0.0)
+            if seconds is not None:
+                check.seconds.append(seconds)
+    return [checks[key] for key in sorted(checks)], messages
+
+
+def _median(values: list[float]) -> str:
+    return f"{statistics.median(values):g}" if values else "–"
+
+
+def _short(message: str, width: int = 110) -> str:
+    message = (
+        message.split(": ", 1)[-1] if message.startswith(("Exercise", "Challenge")) else message
+    )
+    return message if len(message) <= width else message[: width - 1] + "…"
+
+
+def markdown(checks: list[Check], messages: dict[str, str], names: bool = False) -> str:
+    lines = [
+        "# Class report",
+        "",
+        "Per graded check: students graded, pass rate, not done, median score and the median "
+        "job time of its notebook; then the mistakes, most frequent first (codes from the "
+        "checks' diagnoses).",
+        "",
+        "| notebook | check | students | passed | not done | median score | median job s |",
+        "|---|---|---:|---:|---:|---:|---:|",
+    ]
+    for c in checks:
+        n = len(c.outcomes)
+        rate = f"{c.count(PASSED)} ({c.count(PASSED) / n:.0%})" if n else "–"
+        score = f"{_median(c.scores)} / {c.max_score:g}" if c.scores else "–"
+        lines.append(
+            f"| {c.assignment} | {c.grade_id} | {n} | {rate} | {c.not_done} | {score} "
+            f"| {_median(c.seconds)} |"
+        )
+    for c in checks:
+        mistakes = c.mistakes()
+        if not mistakes:
+            continue
+        lines += ["", f"## {c.assignment} · {c.grade_id}", ""]
+        for mistake, count in mistakes:
+            who = ""
+            if names:
+                hit = sorted(s for s, o in c.outcomes.items() if o == mistake)
+                who = f" ({', '.join(hit)})"
+            lines.append(f"- **{count}** × `{mistake}`: {_short(messages[mistake])}{who}")
+    return "\n".join(lines) + "\n"
+
+
+def write_csv(checks: list[Check], path: Path) -> None:
+    with path.open("w", newline="", encoding="utf-8") as file:
+        out = csv.writer(file)
+        out.writerow(["notebook", "check", "outcome", "students", "of"])
+        for c in checks:
+            for result, count in Counter(c.outcomes.values()).most_common():
+                out.writerow([c.assignment, c.grade_id, result, count, len(c.outcomes)])
+
+
+def figures(checks: list[Check], folder: Path) -> list[Path]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    labels = [f"{c.assignment[:2]} {c.grade_id}" for c in checks]
+    rates = [c.count(PASSED) / len(c.outcomes) if c.outcomes else 0 for c in checks]
+    fig, ax = plt.subplots(figsize=(8, 0.4 * len(checks) + 1.2))
+    ax.barh(labels[::-1], rates[::-1], color="tab:green")
+    ax.set_xlim(0, 1)
+    ax.set_xlabel("share of students whose check passed")
+    ax.set_title("Pass rate per check")
+    fig.tight_layout()
+    pass_rate = folder / "class_pass_rate.png"
+    fig.savefig(pass_rate, dpi=120)
+    plt.close(fig)
+
+    with_mistakes = [c for c in checks if c.mistakes()]
+    fig, axes = plt.subplots(
+        max(1, len(with_mistakes)), 1, figsize=(8, 1.6 * max(1, len(with_mistakes)) + 0.5)
+    )
+    axes = [axes] if not hasattr(axes, "__len__") else list(axes)
+    for ax, c in zip(axes, with_mistakes, strict=False):
+        top = c.mistakes()[:TOP]
+        ax.barh([m for m, _ in top][::-1], [n for _, n in top][::-1], color="tab:red")
+        ax.set_title(f"{c.assignment} · {c.grade_id}", fontsize=9)
+        ax.xaxis.get_major_locator().set_params(integer=True)
+    if not with_mistakes:
+        axes[0].text(0.5, 0.5, "no mistakes recorded", ha="center", va="center")
+        axes[0].set_axis_off()
+    fig.suptitle("Most frequent mistakes (students)")
+    fig.tight_layout()
+    mistakes = folder / "class_mistakes.png"
+    fig.savefig(mistakes, dpi=120)
+    plt.close(fig)
+    return [pass_rate, mistakes]
+
+
+def class_report(course: Path, names: bool = False) -> list[Path]:
+    """Write reports/class.md, class.csv and the two figures; return their paths."""
+    checks, messages = collect(course)
+    folder = Path(course) / "reports"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "class.md").write_text(markdown(checks, messages, names), encoding="utf-8")
+    write_csv(checks, folder / "class.csv")
+    return [folder / "class.md", folder / "class.csv", *figures(checks, folder)]
