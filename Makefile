@@ -22,7 +22,7 @@ SCHEDULER ?=
 
 .DEFAULT_GOAL := help
 .PHONY: help setup train notebooks regenerate-baselines test lint format bench clean \
-	release collect autograde feedback export class-report
+	release collect autograde feedback export class-report formgrader
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-22s %s\n", $$1, $$2}'
@@ -59,6 +59,9 @@ feedback: setup ## grading: HTML feedback per student in grader/course/feedback/
 
 export: setup ## grading: the gradebook as CSV, grader/course/reports/grades.csv
 	$(PY) -m grader export
+
+formgrader: setup ## grading: nbgrader's formgrader on the course (127.0.0.1, token printed): grade the written answer by hand
+	$(PY) -m grader formgrader
 
 class-report: setup ## grading: pass rates and common mistakes per exercise, reports/class.{md,csv,png} (seconds)
 	$(PY) -m grader report

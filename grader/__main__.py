@@ -5,6 +5,7 @@
     python -m grader feedback                HTML per student, hidden tests left out
     python -m grader export                  reports/grades.csv
     python -m grader report                  reports/class.md: pass rates and common mistakes
+    python -m grader formgrader              nbgrader's formgrader: grade the written answer
 
 Every command takes --course (default grader/course) and writes its report to reports/. The
 release itself is built from solutions/ by `make release` (python -m maintainer.notebook_build).
@@ -60,6 +61,8 @@ def main(argv: list[str] | None = None) -> None:
     report.add_argument(
         "--names", action="store_true", help="name the students behind each mistake (not for class)"
     )
+    form = commands.add_parser("formgrader", help="nbgrader's formgrader on the course")
+    form.add_argument("--port", type=int, help="default: a free port")
     export = commands.add_parser("export", help="the gradebook as CSV")
     export.add_argument("--to", type=Path, help="default: COURSE/reports/grades.csv")
     args = parser.parse_args(argv)
@@ -94,6 +97,10 @@ def main(argv: list[str] | None = None) -> None:
 
             for path in class_report(course, names=args.names):
                 print(f"wrote {path}")
+        elif args.command == "formgrader":
+            from .formgrader import main as formgrader
+
+            formgrader(course, args.port)
         elif args.command == "export":
             target = (args.to or reports / "grades.csv").resolve()
             target.parent.mkdir(parents=True, exist_ok=True)

@@ -114,8 +114,8 @@ def collect(course: Path) -> tuple[list[Check], dict[str, str]]:
     return [checks[key] for key in sorted(checks)], messages
 
 
-def _median(values: list[float]) -> str:
-    return f"{statistics.median(values):g}" if values else "–"
+def _median(values: list[float], form: str = "g") -> str:
+    return format(statistics.median(values), form) if values else "–"
 
 
 def _short(message: str, width: int = 110) -> str:
@@ -142,7 +142,7 @@ def markdown(checks: list[Check], messages: dict[str, str], names: bool = False)
         score = f"{_median(c.scores)} / {c.max_score:g}" if c.scores else "–"
         lines.append(
             f"| {c.assignment} | {c.grade_id} | {n} | {rate} | {c.not_done} | {score} "
-            f"| {_median(c.seconds)} |"
+            f"| {_median(c.seconds, '.1f')} |"
         )
     for c in checks:
         mistakes = c.mistakes()

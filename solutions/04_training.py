@@ -98,6 +98,14 @@ check.exercise_4_hidden(lm_metrics)
 # recurrence is a strong prior for character sequences, and it sees unlimited context at test
 # time — while the transformer's advantages (parallel training, short paths between positions)
 # pay off with more data and compute. At a larger budget the GPT may catch up.
+#
+# **Rubric (1 point, graded by hand).** The point goes to an answer that (a) names which model
+# will end lower, or says they will tie, and (b) gives at least one reason that rests on how
+# the two runs differ: the parameter counts, the 128-character window against the carried
+# state, the bias recurrence brings to character sequences, or what this budget lets each one
+# learn. No point for an answer with no prediction, a prediction with no reason, or a reason
+# that gets the setup wrong (for instance "the LSTM only sees 128 characters"). The result of
+# the run does not matter: a well-argued prediction that turns out wrong earns the point.
 # ### END SOLUTION
 
 # %% [markdown]

@@ -1,0 +1,68 @@
+"""`make formgrader`: nbgrader's formgrader on the course, to grade the written answer by hand.
+
+JupyterLab starts with nbgrader's server extensions, from grader/ (so that nbgrader reads the
+course's nbgrader_config.py), with the course's parent folder as its root (the formgrader only
+works on a course inside the server's root folder), bound to 127.0.0.1 with a fresh token. The
+command prints the Manual Grading page of the notebook with the written prediction.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import socket
+import sys
+from pathlib import Path
+
+from .course import GRADER
+
+MANUAL = "04_training"  # the notebook with a written answer (ex4_prediction)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def server_command(course: Path, port: int, token: str) -> list[str]:
+    course = Path(course).resolve()
+    return [
+        sys.executable,
+        "-m",
+        "jupyter",
+        "lab",
+        "--no-browser",
+        "--ServerApp.ip=127.0.0.1",
+        f"--ServerApp.port={port}",
+        "--ServerApp.port_retries=0",
+        f"--ServerApp.root_dir={course.parent}",
+        f"--IdentityProvider.token={token}",
+        f"--CourseDirectory.root={course}",
+        *(["--allow-root"] if os.geteuid() == 0 else []),  # CI and containers run as root
+    ]
+
+
+def urls(port: int, token: str, assignment: str = MANUAL) -> dict[str, str]:
+    """Open "log in" first: the token in its address sets the login cookie that the
+    formgrader's pages and their API calls need (a token on a formgrader address does not)."""
+    base = f"http://127.0.0.1:{port}"
+    return {
+        "log in": f"{base}/lab?token={token}",
+        "manual grading": f"{base}/formgrader/gradebook/{assignment}/{assignment}",
+        "formgrader": f"{base}/formgrader",
+    }
+
+
+def main(course: Path, port: int | None = None) -> None:
+    """Print where to go, then run the server until Ctrl-C."""
+    from .course import _scripts_on_path
+
+    port, token = port or free_port(), secrets.token_hex(16)
+    for name, url in urls(port, token).items():
+        print(f"{name:>15}: {url}")
+    print("Open 'log in' once (JupyterLab), then the manual grading page. Stop with Ctrl-C.")
+    sys.stdout.flush()
+    os.chdir(GRADER)  # nbgrader reads nbgrader_config.py from here
+    command = server_command(course, port, token)
+    os.execve(sys.executable, command, _scripts_on_path(dict(os.environ)))

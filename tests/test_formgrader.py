@@ -1,0 +1,135 @@
+"""The written answer graded by hand in a real browser: headless Chromium (Debian's `chromium`
+and `chromium-driver`, driven by Selenium) opens the formgrader's Manual Grading page of
+04_training on a course graded here, opens the one submission, gives the written prediction its
+point, and `export` then counts it. A screenshot of every page visited is kept in the test's
+temporary folder."""
+
+from __future__ import annotations
+
+import csv
+import os
+import shutil
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+from test_grading import ROOT, perfect, release, write
+
+from grader import collect
+from grader.autograde import autograde
+from grader.course import GRADER, _scripts_on_path, db_url
+from grader.formgrader import MANUAL, free_port, server_command, urls
+
+CHROMIUM, DRIVER = shutil.which("chromium"), shutil.which("chromedriver")
+webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed")
+if not (CHROMIUM and DRIVER):
+    pytest.skip(
+        "no browser: install Debian's chromium and chromium-driver", allow_module_level=True
+    )
+
+PREDICTION = "The LSTM: fewer parameters and its recurrence suit characters at this small budget."
+
+
+@pytest.fixture(scope="module")
+def graded_course(tmp_path_factory) -> Path:
+    course = tmp_path_factory.mktemp("formgrader") / "course"
+    release(course)
+    downloads = tmp_path_factory.mktemp("downloads")
+    nb = perfect(course, MANUAL)
+    for cell in nb["cells"]:
+        if cell["metadata"].get("nbgrader", {}).get("grade_id") == "ex4_prediction":
+            cell["source"] = PREDICTION
+    write(downloads / "ada" / f"{MANUAL}.ipynb", nb)
+    collect.collect(downloads, course)
+    (outcome,) = autograde(course, cell_timeout=30, progress=False)
+    assert outcome.needs_manual == 1
+    return course
+
+
+@pytest.fixture
+def server(graded_course):
+    port, token = free_port(), "formgrader-test-token"
+    process = subprocess.Popen(
+        server_command(graded_course, port, token),
+        cwd=GRADER,
+        env=_scripts_on_path(dict(os.environ)),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    pages = urls(port, token)
+    deadline = time.monotonic() + 90
+    while True:
+        try:
+            with urllib.request.urlopen(pages["log in"], timeout=5) as answer:
+                assert answer.status == 200
+                break
+        except OSError:
+            if time.monotonic() > deadline or process.poll() is not None:
+                process.kill()
+                pytest.fail("the formgrader did not start within 90 s")
+            time.sleep(1)
+    yield pages
+    process.terminate()
+    process.wait(timeout=30)
+
+
+@pytest.fixture
+def browser():
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1280,900"):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(service=webdriver.ChromeService(DRIVER), options=options)
+    yield driver
+    driver.quit()
+
+
+def _manual_score(course: Path) -> float | None:
+    from nbgrader.api import Gradebook
+
+    with Gradebook(db_url(course)) as gb:
+        notebook = gb.find_submission_notebook(MANUAL, MANUAL, "ada")
+        return notebook.grades[
+            [g.name for g in notebook.grades].index("ex4_prediction")
+        ].manual_score
+
+
+def test_the_written_answer_gets_its_point_in_the_formgrader(
+    graded_course, server, browser, tmp_path
+):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support import expected_conditions as seen
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    wait = WebDriverWait(browser, 60)
+    browser.get(server["log in"])  # the token sets the login cookie
+    browser.get(server["manual grading"])
+    link = wait.until(seen.element_to_be_clickable((By.CSS_SELECTOR, "a[href*='/submissions/']")))
+    browser.save_screenshot(str(tmp_path / "1-manual-grading.png"))
+    assert "ada" in browser.page_source or "Submission" in browser.page_source
+    link.click()
+    score = wait.until(seen.element_to_be_clickable((By.ID, "ex4_prediction")))
+    assert PREDICTION in browser.page_source  # the answer being graded is on the page
+    browser.save_screenshot(str(tmp_path / "2-submission.png"))
+    score.clear()
+    score.send_keys("1", Keys.TAB)  # leaving the field saves it
+    deadline = time.monotonic() + 30
+    while _manual_score(graded_course) != 1 and time.monotonic() < deadline:
+        time.sleep(0.5)
+    browser.save_screenshot(str(tmp_path / "3-scored.png"))
+    assert _manual_score(graded_course) == 1
+
+    run = [sys.executable, "-m", "grader", "--course", str(graded_course), "export"]
+    subprocess.run(run, check=True, cwd=ROOT, capture_output=True)
+    rows = list(csv.DictReader((graded_course / "reports" / "grades.csv").open()))
+    (row,) = [r for r in rows if r["student_id"] == "ada" and r["assignment"] == MANUAL]
+    assert float(row["score"]) == float(row["max_score"]) == 3  # 2 autograded + 1 by hand
+    assert sorted(p.name for p in tmp_path.glob("*.png")) == [
+        "1-manual-grading.png",
+        "2-submission.png",
+        "3-scored.png",
+    ]
