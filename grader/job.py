@@ -21,8 +21,8 @@ import time
 import uuid
 
 import nbformat
+from nbclient import NotebookClient
 from nbclient.exceptions import DeadKernelError
-from nbgrader.preprocessors import Execute
 
 # What the kernel may see of the grader's environment: enough to run Python and find the data.
 PASSED_ENV = (
@@ -36,6 +36,11 @@ PASSED_ENV = (
     "XDG_CACHE_HOME",
     "VIRTUAL_ENV",
 )
+TIMEOUT_ERROR = {
+    "ename": "CellTimeoutError",
+    "evalue": "",
+    "traceback": ["CellTimeoutError: no reply from the kernel before the cell's timeout"],
+}
 # Characters of output kept per cell and per notebook; a plot takes some tens of thousands.
 CELL_OUTPUT_CAP = 500_000
 NOTEBOOK_OUTPUT_CAP = 5_000_000
@@ -74,17 +79,34 @@ def _error(ename: str, evalue: str) -> nbformat.NotebookNode:
     )
 
 
-class CappedExecute(Execute):
-    """nbgrader's executor, keeping only so much output per cell and per notebook as the output
-    arrives (nbgrader's LimitOutput counts lines, and one 200 MB line passes it), and
-    remembering which cell runs, for when the kernel dies."""
+def record_reply_error(cell, execute_reply, **_) -> None:
+    """As nbgrader's executor does: an error the kernel replied with but did not print (a cell
+    timeout, above all) becomes an output, so that the check scores 0."""
+    reply = execute_reply["content"]
+    if reply["status"] != "error":
+        return
+    if not any(o.output_type == "error" and o.ename == reply["ename"] for o in cell.outputs):
+        traceback = reply["traceback"] or [f"{reply['ename']}: {reply['evalue']}"]
+        cell.outputs.append(
+            nbformat.v4.new_output(
+                "error", ename=reply["ename"], evalue=reply["evalue"], traceback=traceback
+            )
+        )
+
+
+class GradingClient(NotebookClient):
+    """nbclient's executor set up as nbgrader's (every cell runs, errors or not; a cell past its
+    timeout is interrupted and fails), without importing nbgrader and nbconvert (a second of
+    every job). It keeps only so much output per cell and per notebook as the output arrives
+    (nbgrader's LimitOutput counts lines, and one 200 MB line passes it), and remembers which
+    cell runs, for when the kernel dies."""
 
     running = None  # index of the cell being executed
     in_notebook = 0  # characters kept so far
 
-    def preprocess_cell(self, cell, resources, index):
-        self.running, self.in_cell = index, 0
-        return super().preprocess_cell(cell, resources, index)
+    async def async_execute_cell(self, cell, cell_index, *args, **kwargs):
+        self.running, self.in_cell = cell_index, 0
+        return await super().async_execute_cell(cell, cell_index, *args, **kwargs)
 
     def output(self, outs, msg, display_id, cell_index):
         out = super().output(outs, msg, display_id, cell_index)
@@ -124,16 +146,21 @@ def execute(
     nb: nbformat.NotebookNode, cell_timeout: int
 ) -> tuple[nbformat.NotebookNode, int | None]:
     """The executed notebook, as far as it got, and the cell the kernel died in (or None)."""
-    executor = CappedExecute(
-        timeout=cell_timeout,
-        interrupt_on_timeout=True,
-        # No tag a student can type skips a cell.
-        skip_cells_with_tag=f"never-{uuid.uuid4().hex}",
-        kernel_name="python3",
-    )
     with tempfile.TemporaryDirectory(prefix="tl-grade-") as scratch:
+        executor = GradingClient(
+            nb,
+            timeout=cell_timeout,
+            interrupt_on_timeout=True,
+            allow_errors=True,
+            error_on_timeout=TIMEOUT_ERROR,
+            on_cell_executed=record_reply_error,
+            # No tag a student can type skips a cell.
+            skip_cells_with_tag=f"never-{uuid.uuid4().hex}",
+            kernel_name="python3",
+            resources={"metadata": {"path": scratch}},
+        )
         try:
-            executor.preprocess(nb, {"metadata": {"path": scratch}})  # fills `nb` in place
+            executor.execute()  # fills `nb` in place
         except DeadKernelError:
             mark_dead_kernel(nb, executor.running)
             return nb, executor.running
