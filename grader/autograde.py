@@ -32,10 +32,10 @@ from sqlalchemy.exc import SAWarning
 from tqdm.auto import tqdm
 
 from . import preflight, review, sandbox
-from .course import GRADER, GradingError, assignments, db_url, release_notebook
+from .course import GradingError, assignments, db_url, release_notebook
 from .course import cell_timeout as default_cell_timeout
+from .sandbox import ROOT
 
-ROOT = GRADER.parent
 NOTEBOOK_TIMEOUT = 600  # seconds; the backstop for a kernel that ignores interrupts
 MEMORY_GB = 4.0
 QUIET = logging.getLogger("grader.nbgrader")
@@ -279,11 +279,10 @@ def autograde(
                 outcome.status, outcome.reason = "failed", result["error"]
                 outcomes.append(outcome)
                 continue
-            graded = save_scores(
-                nbformat.reads(result["notebook"], 4), course, outcome.student, outcome.assignment
-            )
+            executed = nbformat.reads(result["notebook"], 4)
+            graded = save_scores(executed, course, outcome.student, outcome.assignment)
             graded.repairs, graded.seconds = outcome.repairs, result["seconds"]
-            graded.flags, graded.reason = outcome.flags, died(result)
+            graded.flags, graded.reason = outcome.flags, died(executed, result.get("died_in"))
             _job_file(course, outcome.student, outcome.assignment).write_text(
                 json.dumps({"key": key, "seconds": result["seconds"], "reason": graded.reason})
             )
@@ -293,12 +292,11 @@ def autograde(
     return outcomes
 
 
-def died(result: dict) -> str:
+def died(executed, index: int | None) -> str:
     """The report's note on a kernel that died: in which cell, and what that cost."""
-    index = result.get("died_in")
     if index is None:
         return ""
-    cell = nbformat.reads(result["notebook"], 4).cells[index]
+    cell = executed.cells[index]
     grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
     where = f"cell {index}" + (f" ({grade_id})" if grade_id else "")
     return f"the kernel died in {where}; the checks above it kept their points, none below ran"

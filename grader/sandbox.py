@@ -21,7 +21,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from .course import GRADER
+
+ROOT = GRADER.parent
 SCRATCH = "/tmp"  # inside the sandbox: the job's scratch folder, its HOME and its temp files
 SCRATCH_MB = 1024
 # Of the checkout, only what a grading job imports or reads: not solutions/, not submissions.
