@@ -211,9 +211,12 @@ def exercise_3_hidden(embed_with_positions) -> None:
     passed(f"{EX3} (further cases): T = 1, T = T_max, B = 1, float64, a large vocabulary.")
 
 
-def untrained_loss(model, corpus, label: str = "the untrained model") -> float:
-    """The untrained model's test loss should be close to ln 65: it knows nothing yet."""
-    score = call(label, _evaluate_gpt, model, corpus)
+def untrained_loss(
+    model, corpus, label: str = "the untrained model", characters: int | None = None
+) -> float:
+    """The untrained model's test loss (on the first `characters` of the test split, or all of
+    it) should be close to ln 65: it knows nothing yet."""
+    score = call(label, _evaluate_gpt, model, corpus, characters=characters)
     nats = score.nats
     if not math.isfinite(nats):
         raise CheckFailed(

@@ -239,57 +239,75 @@ def autograde(
     # The job reads the corpus from this verified copy; a sandboxed job sees no cache or network.
     corpus = corpus_path()
     settings = f"{cell_timeout} {memory_gb} {isolated} {grading_digest(course)}"
-    outcomes, pending = [], []
-    for student, assignment, path in submissions(course, students, only):
-        text, outcome = prepare(course, student, assignment, path, releases[assignment])
-        if text is None:
-            outcomes.append(outcome)
-            continue
-        key = hashlib.sha256(f"{settings} {text}".encode()).hexdigest()
-        job_file = _job_file(course, student, assignment)
-        last = json.loads(job_file.read_text()) if job_file.is_file() else {}
-        if not force and last.get("key") == key:
-            executed = nbformat.read(job_file.with_name(f"{assignment}.ipynb"), 4)
-            kept = save_scores(executed, course, student, assignment)
-            kept.status, kept.repairs, kept.seconds = "unchanged", outcome.repairs, last["seconds"]
-            kept.flags, kept.reason = outcome.flags, last.get("reason", "")
-            outcomes.append(kept)
-            continue
-        pending.append((text, key, outcome))
     command = job_command(cell_timeout, memory_gb)
     if sandboxed:
         command = sandbox.command(command, course, corpus)
     # grader/ is not installed: the job finds it in the checkout.
     env = {**os.environ, "TRANSFORMER_LAB_DATA": str(corpus), "PYTHONPATH": str(ROOT)}
     # Notebook 04 trains; the longest jobs go first so that the workers finish together.
-    pending.sort(key=lambda job: job[2].assignment.startswith("04"), reverse=True)
+    found = sorted(submissions(course, students, only), key=lambda s: not s[1].startswith("04"))
+    outcomes, running = [], {}
     with (
         job_pool(workers, scheduler) as pool,
-        tqdm(total=len(pending), desc="autograde", unit="notebook", disable=not progress) as bar,
+        tqdm(total=len(found), desc="autograde", unit="notebook", disable=not progress) as bar,
     ):
-        futures = {
-            pool.submit(run_job, text, command, notebook_timeout, env): (key, outcome)
-            for text, key, outcome in pending
-        }
-        for future in concurrent.futures.as_completed(futures):
-            key, outcome = futures[future]
-            result = future.result()
+
+        def keep(outcome: Outcome) -> None:
+            outcomes.append(outcome)
             bar.update()
-            if "error" in result:
-                outcome.status, outcome.reason = "failed", result["error"]
-                outcomes.append(outcome)
+
+        # Each job starts as soon as its notebook is sanitized, and finished jobs are saved
+        # between two submissions: the parent's serial work overlaps the workers'.
+        for student, assignment, path in found:
+            text, outcome = prepare(course, student, assignment, path, releases[assignment])
+            if text is None:
+                keep(outcome)
                 continue
-            executed = nbformat.reads(result["notebook"], 4)
-            graded = save_scores(executed, course, outcome.student, outcome.assignment)
-            graded.repairs, graded.seconds = outcome.repairs, result["seconds"]
-            graded.flags, graded.reason = outcome.flags, died(executed, result.get("died_in"))
-            _job_file(course, outcome.student, outcome.assignment).write_text(
-                json.dumps({"key": key, "seconds": result["seconds"], "reason": graded.reason})
-            )
-            outcomes.append(graded)
+            key = hashlib.sha256(f"{settings} {text}".encode()).hexdigest()
+            last = _last_job(course, student, assignment)
+            if not force and last.get("key") == key:
+                keep(_unchanged(course, outcome, last))
+                continue
+            running[pool.submit(run_job, text, command, notebook_timeout, env)] = (key, outcome)
+            for future in [f for f in running if f.done()]:
+                keep(_finish(course, future.result(), *running.pop(future)))
+        for future in concurrent.futures.as_completed(running):
+            keep(_finish(course, future.result(), *running[future]))
     outcomes.sort(key=lambda o: (o.student, o.assignment))
     write_report(course, outcomes, isolated)
     return outcomes
+
+
+def _last_job(course: Path, student: str, assignment: str) -> dict:
+    job_file = _job_file(course, student, assignment)
+    return json.loads(job_file.read_text()) if job_file.is_file() else {}
+
+
+def _unchanged(course: Path, outcome: Outcome, last: dict) -> Outcome:
+    """The scores of the last run kept: nothing its job saw has changed."""
+    student, assignment = outcome.student, outcome.assignment
+    executed = nbformat.read(
+        _job_file(course, student, assignment).with_name(f"{assignment}.ipynb"), 4
+    )
+    kept = save_scores(executed, course, student, assignment)
+    kept.status, kept.repairs, kept.seconds = "unchanged", outcome.repairs, last["seconds"]
+    kept.flags, kept.reason = outcome.flags, last.get("reason", "")
+    return kept
+
+
+def _finish(course: Path, result: dict, key: str, outcome: Outcome) -> Outcome:
+    """A job's result into the gradebook and autograded/, or the reason there is none."""
+    if "error" in result:
+        outcome.status, outcome.reason = "failed", result["error"]
+        return outcome
+    executed = nbformat.reads(result["notebook"], 4)
+    graded = save_scores(executed, course, outcome.student, outcome.assignment)
+    graded.repairs, graded.seconds = outcome.repairs, result["seconds"]
+    graded.flags, graded.reason = outcome.flags, died(executed, result.get("died_in"))
+    _job_file(course, outcome.student, outcome.assignment).write_text(
+        json.dumps({"key": key, "seconds": result["seconds"], "reason": graded.reason})
+    )
+    return graded
 
 
 def died(executed, index: int | None) -> str:

@@ -118,7 +118,7 @@ check.exercise_3_hidden(embed_with_positions)
 # %%
 model = tl.MiniGPT(embed=embed_with_positions).eval()
 largest_leak = leak.model_leak_test(model, "the untrained model")
-untrained_nats = check.untrained_loss(model, corpus)
+untrained_nats = check.untrained_loss(model, corpus, characters=BUDGET.test_characters)
 
 # %% tags=["maintainer"]
 record(RESULTS, {"leak": {"untrained_model": largest_leak}, "untrained_gpt_nats": untrained_nats})

@@ -117,7 +117,8 @@ check.exercise_4_hidden(lm_metrics)
 # %%
 rows = []
 for name, order, k in (("trigram, add-k 0.1", 3, 0.1), ("5-gram, add-k 0.01", 5, 0.01)):
-    rows.append(ResultRow.from_score(f"character {name}", 1, tl.evaluate_ngram(corpus, order, k)))
+    score = tl.evaluate_ngram(corpus, order, k, characters=BUDGET.test_characters)
+    rows.append(ResultRow.from_score(f"character {name}", 1, score))
 trigram_nats = rows[0].nats
 display(Markdown(results_markdown(rows)))
 
@@ -142,7 +143,7 @@ def train_and_score(name, make_model, evaluate, seed, label):
     row = ResultRow.from_score(
         label,
         5,
-        evaluate(model, corpus),
+        evaluate(model, corpus, characters=BUDGET.test_characters),
         parameters=tl.count_parameters(model),
         steps=BUDGET.steps,
         batch_size=BUDGET.batch_size,
@@ -217,6 +218,8 @@ plt.show()
 lab3 = lab3_lstm_row()
 table = rows[:2] + ([lab3] if lab3 else []) + rows[2:][::-1]
 display(Markdown(results_markdown(table)))
+if BUDGET.test_characters:
+    print(f"(budget {BUDGET.name}: the first {BUDGET.test_characters:,} test characters only)")
 if lab3 is None:
     print("Lab 3's LSTM row is not recorded yet (data/baselines.json).")
 

@@ -1,7 +1,13 @@
-"""Grading throughput for the fabricated test class: notebooks per minute with 1 and 2 local
-workers and with a Dask LocalCluster of 2 single-threaded workers, in the bubblewrap sandbox;
-the same class without the sandbox (its cost); where a notebook's time goes; and each notebook's
-grading time. Figures only:
+"""Grading throughput, in the bubblewrap sandbox unless said:
+
+- a class of 8 students x 6 notebooks (5 who solved everything, 2 who handed in the untouched
+  notebooks, 1 with a wrong attention in 01): notebooks per minute with 1 and 2 local workers and
+  with a Dask LocalCluster of 2 single-threaded workers, then without the sandbox (its cost);
+  the parent's serial work per notebook; and from these, the time for 200 students x 6 notebooks
+  on 2, 16 and 64 cores;
+- the fabricated test class (mostly 01, with hostile notebooks: one loops until its cells time
+  out) with 2 workers;
+- the fixed cost of a job and each notebook's grading time. Figures only:
 
     python tests/bench_grading.py
 """
@@ -12,11 +18,23 @@ import statistics
 import sys
 import tempfile
 import time
+from datetime import datetime
 from pathlib import Path
+
+import nbformat
 
 sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parents[1])]
 
-from test_grading import fabricate, release  # noqa: E402
+from test_grading import (  # noqa: E402
+    NAMES,
+    WRONG_ATTENTION,
+    fabricate,
+    perfect,
+    release,
+    untouched,
+    with_attention,
+    write,
+)
 
 from grader import autograde as grading  # noqa: E402
 from grader import collect  # noqa: E402
@@ -38,7 +56,21 @@ def _timed(fn, name: str, spent: dict):
     return wrapper
 
 
-def run(label: str, course: Path, **kwargs) -> list:
+def fabricate_class(course: Path, folder: Path) -> None:
+    """8 students x 6 notebooks: 5 solved everything, 2 untouched, 1 wrong attention in 01."""
+    for student in range(1, 9):
+        for name in NAMES:
+            if student in (6, 7):
+                nb = untouched(course, name)
+            elif student == 8 and name == "01_attention":
+                nb = with_attention(course, WRONG_ATTENTION)
+            else:
+                nb = perfect(course, name)
+            write(folder / f"student{student}" / f"{name}.ipynb", nb)
+
+
+def run(label: str, course: Path, **kwargs) -> tuple[list, float, float]:
+    """The outcomes, notebooks a minute, and the parent's serial seconds per notebook."""
     spent: dict[str, float] = {}
     originals = {name: getattr(grading, name) for name in TIMED}
     for name, fn in originals.items():
@@ -57,14 +89,30 @@ def run(label: str, course: Path, **kwargs) -> list:
         f"saving scores {spent['save_scores']:.1f} s; job time median "
         f"{statistics.median(o.seconds for o in graded):.1f} s"
     )
-    return outcomes
+    return (
+        outcomes,
+        60 * len(graded) / wall,
+        (spent["prepare"] + spent["save_scores"]) / len(graded),
+    )
+
+
+def estimate(two: float, parent: float, notebooks: int = 1200) -> None:
+    """Minutes for `notebooks` on 2, 16 and 64 cores with a single-threaded worker a core: the
+    2-core rate as measured (the parent's share included), per core beyond that, capped by the
+    parent, which sanitizes and saves every notebook alone."""
+    cap = 60 / parent
+    print(
+        f"estimate for {notebooks:,} notebooks (200 students x 6), from the 2-worker rate; the "
+        f"parent's {parent:.2f} s a notebook caps grading at {cap:.0f} notebooks a minute:"
+    )
+    for cores in (2, 16, 64):
+        rate = min(cores * two / 2, cap)
+        print(f"  {cores:>2} cores: {rate:6.1f} notebooks a minute, {notebooks / rate:6.1f} min")
 
 
 def fixed_cost(course: Path, sandboxed: bool) -> float:
     """Seconds a job takes for a notebook of one empty cell: process, sandbox, kernel start."""
     import os
-
-    import nbformat
 
     from transformer_lab.data import corpus_path
 
@@ -78,32 +126,66 @@ def fixed_cost(course: Path, sandboxed: bool) -> float:
     return time.perf_counter() - start
 
 
+def _cell_seconds(cell) -> float:
+    timing = cell.metadata.get("execution", {})
+    if "iopub.execute_input" not in timing:
+        return 0.0
+    start, end = (
+        datetime.fromisoformat(timing[k]) for k in ("iopub.execute_input", "shell.execute_reply")
+    )
+    return (end - start).total_seconds()
+
+
+def where_the_time_goes(course: Path, student: str, seconds: dict[str, float]) -> None:
+    """A solved notebook's last job: outside its cells (process, kernel start and shutdown),
+    its import cell (torch, matplotlib, the package) and the rest of its cells."""
+    print("where a solved notebook's job time goes (the last run):")
+    print(f"  {'notebook':<16} {'job':>6} {'outside cells':>14} {'imports':>8} {'other cells':>12}")
+    for name, job in seconds.items():
+        nb = nbformat.read(course / "autograded" / student / name / f"{name}.ipynb", 4)
+        code = [c for c in nb.cells if c.cell_type == "code"]
+        imports = sum(_cell_seconds(c) for c in code if "tl.start_notebook(" in c.source)
+        cells = sum(map(_cell_seconds, code))
+        outside, others = job - cells, cells - imports
+        print(f"  {name:<16} {job:5.1f}s {outside:13.1f}s {imports:7.1f}s {others:11.1f}s")
+
+
 def main() -> None:
     from distributed import LocalCluster
 
     with tempfile.TemporaryDirectory() as tmp:
         course, downloads = Path(tmp) / "course", Path(tmp) / "downloads"
         release(course)
-        fabricate(course, downloads)
-        collect.collect(downloads, course)
+        fabricate_class(course, downloads / "class")
+        collect.collect(downloads / "class", course)
         print(
             f"fixed cost of a job (one empty cell): sandbox {fixed_cost(course, True):.1f} s, "
             f"none {fixed_cost(course, False):.1f} s"
         )
-        per_notebook = {}
+        print("a class of 8 students x 6 notebooks:")
+        rates, per_notebook = {}, {}
         for workers in (1, 2):
-            outcomes = run(f"sandbox, {workers} local worker(s)", course, workers=workers)
-        per_notebook[True] = {o.assignment: o.seconds for o in outcomes if o.student == "perfect"}
+            outcomes, rates[workers], parent = run(
+                f"  sandbox, {workers} local worker(s)", course, workers=workers
+            )
+        per_notebook[True] = {o.assignment: o.seconds for o in outcomes if o.student == "student1"}
         with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None) as cluster:
-            run("sandbox, Dask LocalCluster 2x1", course, scheduler=cluster.scheduler_address)
-        outcomes = run("no sandbox, 2 local workers", course, workers=2, sandboxed=False)
-        per_notebook[False] = {o.assignment: o.seconds for o in outcomes if o.student == "perfect"}
-        print(
-            "grading time per notebook (student 'perfect': job wall time, kernel start included):"
-        )
+            run("  sandbox, Dask LocalCluster 2x1", course, scheduler=cluster.scheduler_address)
+        outcomes, *_ = run("  no sandbox, 2 local workers", course, workers=2, sandboxed=False)
+        per_notebook[False] = {o.assignment: o.seconds for o in outcomes if o.student == "student1"}
+        estimate(rates[2], parent)
+        print("grading time per notebook (a solved one: job wall time, kernel start included):")
         print(f"  {'notebook':<16} {'sandbox':>8} {'none':>8}")
         for name, with_sandbox in per_notebook[True].items():
             print(f"  {name:<16} {with_sandbox:7.1f}s {per_notebook[False][name]:7.1f}s")
+        where_the_time_goes(course, "student1", per_notebook[False])
+
+        test_class = Path(tmp) / "test-class"
+        release(test_class)
+        fabricate(test_class, downloads / "test-class")
+        collect.collect(downloads / "test-class", test_class)
+        print("the fabricated test class (hostile notebooks included):")
+        run("  sandbox, 2 local workers", test_class, workers=2)
 
 
 if __name__ == "__main__":

@@ -4,8 +4,16 @@ from collections import Counter
 import numpy as np
 import pytest
 import torch
+import torch.nn.functional as F
 
-from transformer_lab import CharLSTM, NGramModel, evaluate_lstm, evaluate_ngram
+from transformer_lab import (
+    CharLSTM,
+    GPTConfig,
+    NGramModel,
+    evaluate_gpt,
+    evaluate_lstm,
+    evaluate_ngram,
+)
 from transformer_lab.data import CORPUS_CHARS, TEST_CHARS, VAL_END
 from transformer_lab.evaluate import gpt_windows
 
@@ -32,8 +40,6 @@ def test_gpt_windows_cover_other_ranges(start, end):
 
 def test_lstm_scores_the_whole_test_split(corpus):
     """One pass over the test split with the state carried, against the chunked evaluator."""
-    import torch.nn.functional as F
-
     model = CharLSTM().eval()
     score = evaluate_lstm(model, corpus, chunk=10_000)
     assert score.n_chars == 60_394 == len(corpus.ids) - VAL_END
@@ -98,3 +104,61 @@ def test_evaluation_restores_training_mode(corpus):
     evaluate_lstm(model, corpus)
     assert model.training
     assert torch.is_grad_enabled()
+
+
+class TokenOnly(torch.nn.Module):
+    """Logits from the current character alone: every window predicts a character alike, so a
+    score over any span can be computed directly."""
+
+    def __init__(self):
+        super().__init__()
+        self.config = GPTConfig()
+        self.table = torch.nn.Embedding(65, 65)
+
+    def forward(self, idx):
+        return self.table(idx)  # (B, T, vocab)
+
+
+def _direct_nats(logits_of, corpus, characters: int) -> float:
+    ids = corpus.ids[VAL_END - 1 : VAL_END + characters]
+    with torch.no_grad():
+        return F.cross_entropy(logits_of(ids[:-1]).double(), ids[1:]).item()
+
+
+@pytest.mark.parametrize("characters", [1, 100, 4096, TEST_CHARS])
+def test_each_evaluator_scores_the_first_characters_it_is_given(corpus, characters):
+    torch.manual_seed(0)
+    gpt = TokenOnly()
+    score = evaluate_gpt(gpt, corpus, characters=characters)
+    assert score.n_chars == characters
+    assert score.nats == pytest.approx(_direct_nats(gpt.table, corpus, characters), abs=1e-5)
+
+    lstm = CharLSTM().eval()
+    score = evaluate_lstm(lstm, corpus, chunk=1000, characters=characters)
+    assert score.n_chars == characters
+    direct = _direct_nats(lambda ids: lstm.step(ids[None])[0][0], corpus, characters)
+    assert score.nats == pytest.approx(direct, abs=1e-4)
+
+    ids = corpus.ids.numpy()
+    log_probs = NGramModel(3, 0.1).fit(corpus.train.numpy()).log_probs(ids, VAL_END, len(ids))
+    score = evaluate_ngram(corpus, 3, 0.1, characters=characters)
+    assert score.n_chars == characters
+    assert score.nats == pytest.approx(-log_probs[:characters].mean())
+
+
+@pytest.mark.parametrize("characters", [0, -5, TEST_CHARS + 1])
+def test_a_span_outside_the_test_split_is_refused(corpus, characters):
+    for evaluate in (
+        lambda: evaluate_gpt(TokenOnly(), corpus, characters=characters),
+        lambda: evaluate_lstm(CharLSTM(), corpus, characters=characters),
+        lambda: evaluate_ngram(corpus, 3, 0.1, characters=characters),
+    ):
+        with pytest.raises(ValueError, match="characters must be 1 to 60,394"):
+            evaluate()
+
+
+def test_only_the_short_budgets_score_part_of_the_test_split():
+    from transformer_lab import BUDGETS
+
+    assert BUDGETS["full"].test_characters is None and BUDGETS["quick"].test_characters is None
+    assert BUDGETS["smoke"].test_characters == BUDGETS["grade"].test_characters == 4096

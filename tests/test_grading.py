@@ -405,3 +405,34 @@ def test_a_dask_cluster_grades_like_the_local_pool(graded, course):
     assert {o.status for o in again} == {"graded"}
     local = {(o.student, o.assignment): o.score for o in first if o.student in students}
     assert {(o.student, o.assignment): o.score for o in again} == local
+
+
+def test_jobs_start_while_later_notebooks_are_still_being_sanitized(graded, course, monkeypatch):
+    """The parent's serial work overlaps the jobs: the first job is submitted before the last
+    notebook is sanitized (the jobs are stand-ins here: only the order is looked at)."""
+    import concurrent.futures
+    import contextlib
+
+    from grader import autograde as grading
+
+    events, prepare = [], grading.prepare
+
+    def recording_prepare(*args):
+        events.append("prepare")
+        return prepare(*args)
+
+    @contextlib.contextmanager
+    def recording_pool(workers, scheduler=None):
+        with concurrent.futures.ThreadPoolExecutor(workers) as pool:
+            submit = pool.submit
+            pool.submit = lambda *args: events.append("job") or submit(*args)
+            yield pool
+
+    monkeypatch.setattr(grading, "prepare", recording_prepare)
+    monkeypatch.setattr(grading, "job_pool", recording_pool)
+    monkeypatch.setattr(grading, "run_job", lambda *args: {"error": "not run: a stand-in job"})
+    outcomes = autograde(
+        course, students=["deleted", "partial", "colab"], workers=1, force=True, progress=False
+    )
+    assert {o.status for o in outcomes} == {"failed"} and len(outcomes) == 3
+    assert events == ["prepare", "job"] * 3

@@ -68,10 +68,12 @@ def train_command(args: argparse.Namespace) -> None:
             print(f"lr {candidate:g}: validation loss {loss:.4f}")
     model = make_model()
     history = train_lm(model, corpus, budget, lr=float(lr), seed=args.seed, desc=args.model)
-    score = (evaluate_gpt if args.model == "gpt" else evaluate_lstm)(model, corpus)
+    evaluate = evaluate_gpt if args.model == "gpt" else evaluate_lstm
+    score = evaluate(model, corpus, characters=budget.test_characters)
     print(
         f"# {budget.name} budget on {device_name(device)} ({history.precision}), lr {float(lr):g}, "
-        f"seed {args.seed}, {history.tokens_per_s:,.0f} training tokens/s"
+        f"seed {args.seed}, {history.tokens_per_s:,.0f} training tokens/s; "
+        f"test: {score.n_chars:,} characters"
     )
     print(HEADER)
     print(

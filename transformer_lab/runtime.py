@@ -16,20 +16,23 @@ MODES = ("auto", "full", "quick", "smoke", "grade")
 
 @dataclass(frozen=True)
 class Budget:
-    """Training budget: batch size and steps, and how often validation loss is estimated."""
+    """Training budget: batch size and steps, how often validation loss is estimated, and how
+    many test characters are scored (None: the whole test split)."""
 
     name: str
     batch_size: int
     steps: int
     eval_every: int
     eval_batches: int
+    test_characters: int | None = None
 
 
 BUDGETS = {
     "full": Budget("full", batch_size=64, steps=3000, eval_every=250, eval_batches=20),
     "quick": Budget("quick", batch_size=16, steps=1500, eval_every=250, eval_batches=20),
-    "smoke": Budget("smoke", batch_size=8, steps=30, eval_every=15, eval_batches=2),
-    "grade": Budget("grade", batch_size=8, steps=20, eval_every=10, eval_batches=2),
+    # Seconds of training, so a few thousand test characters: enough to check a score is sane.
+    "smoke": Budget("smoke", 8, steps=30, eval_every=15, eval_batches=2, test_characters=4096),
+    "grade": Budget("grade", 8, steps=20, eval_every=10, eval_batches=2, test_characters=4096),
 }
 
 
