@@ -97,8 +97,8 @@ def evaluate_lstm(
     passing the state on: character p is predicted from everything since the split began."""
     device = next(model.parameters()).device
     ids = corpus.ids.to(device)
-    was_training = _in_eval_mode(model)
     end = _test_end(ids, characters)
+    was_training = _in_eval_mode(model)
     total, state = torch.zeros((), dtype=torch.float64, device=device), None
     for s in range(VAL_END, end, chunk):
         e = min(s + chunk, end)
