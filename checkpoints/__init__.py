@@ -5,6 +5,6 @@ A passing check prints one line starting with a tick. A failing check raises Che
 likely mistake and where to look; an exercise still holding its stub raises NotDoneYet.
 """
 
-from ._core import CheckFailed, NotDoneYet
+from ._core import CheckFailed, NotDoneYet, split_code
 
-__all__ = ["CheckFailed", "NotDoneYet"]
+__all__ = ["CheckFailed", "NotDoneYet", "split_code"]

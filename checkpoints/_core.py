@@ -7,14 +7,20 @@ replacing torch.allclose or a reference function afterwards does not change what
 from __future__ import annotations
 
 import re
+from contextlib import nullcontext
 
 import torch
+
+from ._watch import Forbidden, Watch
 
 _Tensor = torch.Tensor
 _allclose = torch.allclose
 _isfinite = torch.isfinite
 _equal = torch.equal
 _clone = torch.Tensor.clone
+
+
+_FORBIDDEN: dict[str, tuple[Forbidden, ...]] = {}
 
 
 class CheckFailed(AssertionError):
@@ -39,6 +45,13 @@ class NotDoneYet(CheckFailed):
 CODE_AT_END = re.compile(r"\[([a-z][a-z0-9]*\.[a-z0-9_]+)\]\s*$")
 
 
+def split_code(text: str) -> tuple[str, str] | None:
+    """(code, message) of a failure's text as a notebook shows it, or None when it ends in no
+    code (an error that is not a check's)."""
+    found = CODE_AT_END.search(text)
+    return (found.group(1), text[: found.start()].strip()) if found else None
+
+
 def code(exercise: str, mistake: str) -> str:
     """A mistake's code: the exercise of "Exercise 1 (case)" or "Challenge A", then its name:
     "ex1.name", "exa.name"; "check.name" for a check of no exercise."""
@@ -50,11 +63,96 @@ def passed(message: str) -> None:
     print(f"✅ {message}")
 
 
+# What an error's text says -> (the mistake's name, its usual cause in these exercises), tried
+# in order: a student whose function raises gets the first that fits, not only "read the
+# traceback", and the class report counts the cause instead of "raised".
+_RAISED = (
+    (
+        r"no allowed key",
+        "mask_inverted",
+        "The mask is probably inverted: here `allowed` is True where a query MAY read (the "
+        "causal mask is the lower triangle, diagonal included). nn.MultiheadAttention's "
+        "attn_mask uses the opposite convention (True = masked out): do not negate the mask, "
+        "and do not reach for empty_row='zero'.",
+    ),
+    (
+        r"Expected target size|Expected input batch_size|only batches of spatial targets",
+        "cross_entropy_not_flattened",
+        "F.cross_entropy takes logits of shape (N, C) and targets of shape (N,): flatten both, "
+        "logits.reshape(-1, logits.shape[-1]) and targets.reshape(-1), or move the classes to "
+        "axis 1 with logits.transpose(1, 2).",
+    ),
+    (
+        r"'tuple' object|operand type\(s\) for .*tuple|tuple.*operand",
+        "pair_not_unpacked",
+        "A pair is used where one tensor is expected: the attention function returns "
+        "(V_bar, A) and the attention layer (output, A). Unpack it first, e.g. "
+        "`V_bar, A = ...` or `attended, _ = self.attn(...)`.",
+    ),
+    (
+        r"values to unpack",
+        "shape_unpacked",
+        "A shape is unpacked into the wrong number of names, e.g. `T, d_k = Q.shape` when Q "
+        "has leading dimensions. Read single sizes from the end instead: d_k = Q.shape[-1], "
+        "T = Q.shape[-2].",
+    ),
+    (
+        r"view size is not compatible",
+        "view_after_transpose",
+        "After transpose(1, 2) the tensor is no longer contiguous in memory, so .view cannot "
+        "merge its axes: use .reshape(B, T, d_model), or .contiguous().view(B, T, d_model).",
+    ),
+    (
+        r"must match the size of tensor b|mat1 and mat2|cannot be multiplied|size mismatch|"
+        r"Expected size|not broadcastable|expanded size",
+        "shapes_do_not_match",
+        "The shapes do not line up. Two usual causes: K transposed over the wrong axes (use "
+        "K.transpose(-2, -1): K.T reverses every axis), or a mask that does not broadcast to "
+        "the scores' shape (..., T_q, T_k). Print the shapes of your tensors.",
+    ),
+    (
+        r"boolean|Bool|bool tensor",
+        "mask_not_bool",
+        "A mask must be a bool tensor (True where a query may read): build it with a "
+        "comparison or dtype=torch.bool, and negate it with ~, which on a 0/1 integer tensor "
+        "gives -1 and -2 instead.",
+    ),
+)
+_READ_THE_TRACEBACK = (
+    "The traceback above this message points at the line of your code that failed."
+)
+
+
+def diagnose_error(err: BaseException) -> tuple[str, str]:
+    """(mistake name, hint) for an error a student's function raised: its usual cause when the
+    error's text tells it, else ("raised", where to look)."""
+    text = str(err)
+    for pattern, name, hint in _RAISED:
+        if re.search(pattern, text):
+            return name, f"{hint} {_READ_THE_TRACEBACK}"
+    return "raised", _READ_THE_TRACEBACK
+
+
+def forbid(exercise: str, *rules: Forbidden) -> None:
+    """Declare the ready-made implementations that may not do an exercise's work; every
+    `call` of that exercise then watches for them."""
+    _FORBIDDEN[code(exercise, "")] = rules
+
+
+def forbidden(exercise: str) -> tuple[Forbidden, ...]:
+    return _FORBIDDEN.get(code(exercise, ""), ())
+
+
 def call(exercise: str, fn, *args, **kwargs):
-    """Run the student's function; a stub's NotImplementedError becomes a NotDoneYet."""
+    """Run the student's function, watching for the implementations the exercise forbids; a
+    stub's NotImplementedError becomes a NotDoneYet, any other error a CheckFailed with a hint
+    for the causes it recognises."""
+    watch = Watch(forbidden(exercise))
     try:
-        return fn(*args, **kwargs)
+        with watch if watch.rules else nullcontext():
+            result = fn(*args, **kwargs)
     except NotImplementedError:
+        _refuse_delegation(exercise, watch)
         raise NotDoneYet(
             f"{exercise} is not done yet: replace the `raise NotImplementedError(...)` line in "
             "its cell with your code, run that cell, then run this check again.",
@@ -63,11 +161,32 @@ def call(exercise: str, fn, *args, **kwargs):
     except CheckFailed:
         raise
     except Exception as err:
+        _refuse_delegation(exercise, watch)
+        name, hint = diagnose_error(err)
         raise CheckFailed(
-            f"{exercise} raised {type(err).__name__}: {err}. Read the traceback above this "
-            "message: it points at the line of your code that failed.",
-            code(exercise, "raised"),
+            f"{exercise} raised {type(err).__name__}: {err}. {hint}", code(exercise, name)
         ) from err
+    _refuse_delegation(exercise, watch)
+    return result
+
+
+def _refuse_delegation(exercise: str, watch: Watch) -> None:
+    seen = watch.first
+    if seen is None:
+        return
+    if seen.rule is None:
+        raise CheckFailed(
+            f"{exercise}: your code changed the profile hook ({seen.called}, from {seen.where}) "
+            "while the check ran it. The check watches which functions your answer calls and "
+            "cannot grade it otherwise: remove that call.",
+            code(exercise, "watch_disabled"),
+        )
+    rule = seen.rule
+    raise CheckFailed(
+        f"{exercise}: your answer hands the work to {rule.label}: it called {seen.called} "
+        f"(from {seen.where}). This exercise asks you to write that yourself. {rule.instead}",
+        code(exercise, rule.mistake),
+    )
 
 
 def expect_tensor(exercise: str, what: str, value, shape: tuple | None = None) -> _Tensor:
@@ -105,11 +224,66 @@ def unchanged(before: list[_Tensor], after: tuple[_Tensor, ...]) -> bool:
 
 
 def match_mistake(
-    value: _Tensor, mistakes: dict[str, tuple[str, _Tensor]], **tolerances
+    value: _Tensor, mistakes: dict[str, tuple[str, _Tensor | tuple]], **tolerances
 ) -> tuple[str, str] | None:
     """(name, diagnosis) of the first known mistake whose output the student's value
-    reproduces (NaN included); `mistakes` maps each name to its diagnosis and its output."""
+    reproduces (NaN included); `mistakes` maps each name to its diagnosis and its output, or a
+    tuple of outputs when one mistake has several forms."""
     for name, (diagnosis, wrong) in mistakes.items():
-        if close(value, wrong, equal_nan=True, **tolerances):
-            return name, diagnosis
+        for candidate in wrong if isinstance(wrong, tuple) else (wrong,):
+            if close(value, candidate, equal_nan=True, **tolerances):
+                return name, diagnosis
     return None
+
+
+def expect_unchanged(exercise: str, before: list[_Tensor], after: tuple, advice: str) -> None:
+    """The student's function must leave its inputs as they were."""
+    if not unchanged(before, after):
+        raise CheckFailed(f"{exercise}: {advice}", code(exercise, "modified_input"))
+
+
+def judge(
+    exercise: str,
+    got: _Tensor,
+    right: _Tensor,
+    mistakes,
+    *,
+    nan_hint: str,
+    otherwise,
+    **tolerances,
+) -> None:
+    """The steps every comparison shares, once `got` has the right type and shape: close to
+    `right` passes; else the known mistake it reproduces (`mistakes`: a dict as for
+    match_mistake, or a function that builds it, called only when needed), else NaN, else
+    `otherwise(gap)`: the exercise's own words for a value off by up to `gap`, or its own
+    CheckFailed."""
+    if close(got, right, **tolerances):
+        return
+    table = mistakes() if callable(mistakes) else mistakes
+    found = match_mistake(got, table, **tolerances)
+    if found:
+        name, diagnosis = found
+        raise CheckFailed(f"{exercise}: {diagnosis}.", code(exercise, name))
+    if not all_finite(got):
+        raise CheckFailed(
+            f"{exercise}: the output holds NaN or infinity. {nan_hint}",
+            code(exercise, "not_finite"),
+        )
+    verdict = otherwise((got.double() - right.double()).abs().max().item())
+    if isinstance(verdict, CheckFailed):
+        raise verdict
+    raise CheckFailed(f"{exercise}: {verdict}", code(exercise, "wrong_values"))
+
+
+def same_in_eval(exercise: str, module, first: _Tensor, again) -> None:
+    """A module in evaluation mode gives the same output twice; dropout that ignores eval()
+    (F.dropout(x, p) without training=self.training) does not."""
+    second = again[0] if isinstance(again, tuple) else again
+    if type(second) is _Tensor and second.shape == first.shape and not _equal(first, second):
+        raise CheckFailed(
+            f"{exercise}: in evaluation mode (module.eval()) two calls on the same input gave "
+            "different outputs, so dropout is applied even when it should be off. "
+            "F.dropout(x, p) drops whatever the mode: use the layer's nn.Dropout (self.drop), "
+            "or F.dropout(x, p, training=self.training).",
+            code(exercise, "dropout_in_eval"),
+        )

@@ -5,26 +5,56 @@ from __future__ import annotations
 import math
 
 import torch
+import torch.nn as nn
+import torch.nn.functional as F
 
 from transformer_lab.attention import scaled_dot_product_attention as _reference
 
 from ._core import (
     CheckFailed,
-    all_finite,
+    Forbidden,
     call,
     close,
     code,
     expect_tensor,
-    match_mistake,
+    expect_unchanged,
+    forbid,
+    judge,
     passed,
     snapshot,
-    unchanged,
 )
 
 EX0 = "Exercise 0"
 EX1 = "Exercise 1"
 PARAMETERS = 824_897
 _softmax = torch.softmax
+
+_WRITE_IT = (
+    "Write it with the operations of Equations 3-4: scores = Q @ K.transpose(-2, -1) / "
+    "math.sqrt(d_k), scores.masked_fill(~allowed, float('-inf')), torch.softmax(scores, dim=-1)."
+)
+forbid(
+    EX1,
+    Forbidden(
+        "the package's attention (tl.scaled_dot_product_attention)",
+        "uses_package_attention",
+        _WRITE_IT,
+        functions=(_reference,),
+    ),
+    Forbidden(
+        "PyTorch's F.scaled_dot_product_attention",
+        "uses_torch_attention",
+        _WRITE_IT,
+        operators=("scaled_dot_product",),
+    ),
+    Forbidden(
+        "PyTorch's nn.MultiheadAttention",
+        "uses_nn_multihead_attention",
+        _WRITE_IT,
+        functions=(nn.MultiheadAttention.forward, F.multi_head_attention_forward),
+        operators=("multi_head_attention",),
+    ),
+)
 
 # Parts of the count people often leave out or add, and what each is worth at the lab's sizes:
 # gap -> (mistake name, what the gap is).
@@ -56,6 +86,17 @@ _MISCOUNTS = {
     +12_288: (
         "count_with_qkv_biases",
         "biases on W_Q, W_K, W_V: the lab's projections have none",
+    ),
+    +589_824: (
+        "count_full_width_heads",
+        "W_Q, W_K and W_V counted at full width d_model x d_model for every head (3 x 3 "
+        "extra heads x 128 x 128 x 4 layers). A head projects to d_k = d_model / n_heads = 32 "
+        "columns, so the n_heads heads together share one 128 x 128 matrix each",
+    ),
+    -394_752: (
+        "count_ffn_width_d_model",
+        "a feed-forward layer of width d_model instead of d_ff = 4 x d_model = 512 (4 layers x "
+        "98,688)",
     ),
 }
 
@@ -122,6 +163,15 @@ def _mistakes(Q, K, V, allowed) -> dict[str, tuple[str, torch.Tensor]]:
             _softmax(masked(raw / d_k, allowed), -1) @ V,
         ),
     }
+    # d_k read from another axis than the last: the same values only where the sizes agree.
+    sizes = sorted({size for size in Q.shape[:-1] if size != d_k})
+    if sizes:
+        out["d_k_wrong_axis"] = (
+            "the scores are divided by the square root of another axis's size, not of d_k: "
+            "d_k is the size of the last axis, Q.shape[-1] (with leading dimensions, "
+            "Q.shape[1] is not d_k, and Q.shape[-2] is the number of positions)",
+            tuple(_softmax(masked(raw / math.sqrt(n), allowed), -1) @ V for n in sizes),
+        )
     if allowed is not None:
         full = _softmax(raw / math.sqrt(d_k), -1)
         out["mask_after_softmax"] = (
@@ -129,65 +179,106 @@ def _mistakes(Q, K, V, allowed) -> dict[str, tuple[str, torch.Tensor]]:
             "must become -inf *before* the softmax, or the kept weights still depend on them",
             (full * allowed) @ V,
         )
+        out["mask_zeroes_scores"] = (
+            "the forbidden scores are set to 0 (multiplying the scores by the mask, or "
+            "masked_fill with 0), but a score of 0 still gets the weight e^0 after the softmax. "
+            "Forbidden scores must become -inf: scores.masked_fill(~allowed, float('-inf'))",
+            _softmax((raw / math.sqrt(d_k)) * allowed, -1) @ V,
+        )
         out["mask_inverted"] = (
             "the mask is inverted: `allowed` is True where a query MAY read, so fill the "
-            "scores where it is False (~allowed)",
+            "scores where it is False (~allowed). PyTorch's nn.MultiheadAttention uses the "
+            "opposite convention (True = masked out); this lab does not",
             _softmax(raw.masked_fill(allowed, float("-inf")) / math.sqrt(d_k), -1) @ V,
         )
     return out
 
 
-def _compare(fn, Q, K, V, allowed, case: str) -> None:
-    before = snapshot(Q, K, V)
-    args = (Q, K, V) if allowed is None else (Q, K, V, allowed)
-    result = call(EX1, fn, *args)
-    if not unchanged(before, (Q, K, V)):
-        raise CheckFailed(
-            f"{EX1} ({case}): your function changed Q, K or V in place (an operation ending in "
-            "`_`, or `/=`). Compute new tensors instead: the caller still needs its inputs.",
-            code(EX1, "modified_inputs"),
-        )
+_NAN_HINT = (
+    "A common cause is 0 * (-inf): multiplying the scores by a 0/1 mask and adding -inf gives "
+    "NaN. Fill the forbidden scores with `scores.masked_fill(~allowed, float('-inf'))` or "
+    "`torch.where` instead."
+)
+
+
+def _pair(result, ref_V_bar, ref_A, exercise: str):
+    """(V_bar, A) from the student's result, or a failure naming what is wrong with it."""
     if not isinstance(result, tuple) or len(result) != 2:
         raise CheckFailed(
-            f"{EX1}: return the pair (V_bar, A), got {type(result).__name__}.",
-            code(EX1, "not_a_pair"),
+            f"{exercise}: return the pair (V_bar, A), got {type(result).__name__}.",
+            code(exercise, "not_a_pair"),
         )
-    V_bar, A = result
-    ref_V_bar, ref_A = _reference(Q, K, V, allowed)
-    expect_tensor(EX1, "V_bar", V_bar, ref_V_bar.shape)
-    expect_tensor(EX1, "A", A, ref_A.shape)
-    if close(V_bar, ref_V_bar) and close(A, ref_A):
-        return
-    mistake = match_mistake(V_bar, _mistakes(Q, K, V, allowed))
-    if mistake:
-        name, diagnosis = mistake
-        raise CheckFailed(f"{EX1} ({case}): {diagnosis}.", code(EX1, name))
-    if not all_finite(V_bar) or not all_finite(A):
+    first, second = result
+    swapped = (
+        type(first) is torch.Tensor
+        and type(second) is torch.Tensor
+        and (first.shape, second.shape) == (ref_A.shape, ref_V_bar.shape)
+        and (ref_A.shape != ref_V_bar.shape or close(first, ref_A))
+    )
+    if swapped:
         raise CheckFailed(
-            f"{EX1} ({case}): the output holds NaN. A common cause is 0 * (-inf): multiplying "
-            "the scores by a 0/1 mask and adding -inf gives NaN. Fill the forbidden scores with "
-            "`scores.masked_fill(~allowed, float('-inf'))` or `torch.where` instead.",
-            code(EX1, "nan_output"),
+            f"{exercise}: the pair is in the wrong order: you returned (A, V_bar). Return "
+            "(V_bar, A), the output first and the weights second, as the layer that calls "
+            "your function unpacks it.",
+            code(exercise, "pair_swapped"),
         )
+    return expect_tensor(exercise, "V_bar", first, ref_V_bar.shape), expect_tensor(
+        exercise, "A", second, ref_A.shape
+    )
+
+
+def _wrong_weights_or_output(exercise: str, A, ref_A, V_bar, ref_V_bar):
     row_sums = A.double().sum(-1)
     if not close(row_sums, torch.ones_like(row_sums), atol=1e-4):
-        raise CheckFailed(
-            f"{EX1} ({case}): rows of A should sum to 1 but sum to values from "
+        return CheckFailed(
+            f"{exercise}: rows of A should sum to 1 but sum to values from "
             f"{row_sums.min().item():.3f} to {row_sums.max().item():.3f}: check the softmax.",
-            code(EX1, "rows_do_not_sum_to_1"),
+            code(exercise, "rows_do_not_sum_to_1"),
         )
     if not close(A, ref_A):
-        raise CheckFailed(
-            f"{EX1} ({case}): A differs from softmax(Q K^T / sqrt(d_k)) by up to "
+        return CheckFailed(
+            f"{exercise}: A differs from softmax(Q K^T / sqrt(d_k)) by up to "
             f"{(A.double() - ref_A.double()).abs().max().item():.3g}. Check the order of "
-            "Q @ K^T (not K @ Q^T) and which axes you transpose.",
-            code(EX1, "wrong_weights"),
+            "Q @ K^T (not K @ Q^T), which axes you transpose, and that forbidden scores "
+            "become -inf before the softmax.",
+            code(exercise, "wrong_weights"),
         )
-    raise CheckFailed(
-        f"{EX1} ({case}): A is right but V_bar is not (off by up to "
+    return CheckFailed(
+        f"{exercise}: A is right but V_bar is not (off by up to "
         f"{(V_bar.double() - ref_V_bar.double()).abs().max().item():.3g}): V_bar = A @ V.",
-        code(EX1, "wrong_v_bar"),
+        code(exercise, "wrong_v_bar"),
     )
+
+
+def _compare(fn, Q, K, V, allowed, case: str) -> None:
+    exercise = f"{EX1} ({case})"
+    before = snapshot(Q, K, V)
+    args = (Q, K, V) if allowed is None else (Q, K, V, allowed)
+    result = call(exercise, fn, *args)
+    expect_unchanged(
+        exercise,
+        before,
+        (Q, K, V),
+        "your function changed Q, K or V in place (an operation ending in `_`, or `/=`). "
+        "Compute new tensors instead: the caller still needs its inputs.",
+    )
+    ref_V_bar, ref_A = _reference(Q, K, V, allowed)
+    V_bar, A = _pair(result, ref_V_bar, ref_A, exercise)
+    if close(V_bar, ref_V_bar) and close(A, ref_A):
+        return
+
+    def wrong(gap: float | None = None) -> CheckFailed:
+        return _wrong_weights_or_output(exercise, A, ref_A, V_bar, ref_V_bar)
+
+    judge(
+        exercise,
+        V_bar,
+        ref_V_bar,
+        lambda: _mistakes(Q, K, V, allowed),
+        nan_hint=_NAN_HINT,
+        otherwise=wrong,
+    )
+    raise wrong()
 
 
 def _inputs(seed: int, lead: tuple, T_q: int, T_k: int, d_k: int, d_v: int, dtype=torch.float32):
@@ -197,20 +288,6 @@ def _inputs(seed: int, lead: tuple, T_q: int, T_k: int, d_k: int, d_v: int, dtyp
         torch.randn(*lead, T_k, d_k, generator=g, dtype=dtype),
         torch.randn(*lead, T_k, d_v, generator=g, dtype=dtype),
     )
-
-
-def _leading_dims(fn, case, inputs, allowed=None) -> None:
-    try:
-        _compare(fn, *inputs, allowed, case)
-    except CheckFailed as failure:
-        message = failure.message
-        if failure.code == code(EX1, "raised") and ("transpose" in message or "size" in message):
-            raise CheckFailed(
-                f"{message} With leading dimensions, transpose only the last two axes of K: "
-                "K.transpose(-2, -1). K.T reverses all of them.",
-                failure.code,
-            ) from None
-        raise
 
 
 def exercise_1(scaled_dot_product_attention) -> None:
@@ -227,7 +304,7 @@ def exercise_1(scaled_dot_product_attention) -> None:
     random_mask[:, 0] = True
     _compare(fn, *_inputs(1, (), 6, 6, 16, 16), random_mask, "T = 6 with a mask")
     causal = torch.ones(7, 7, dtype=torch.bool).tril()
-    _leading_dims(fn, "leading dims (2, 4), causal", _inputs(2, (2, 4), 7, 7, 8, 8), causal)
+    _compare(fn, *_inputs(2, (2, 4), 7, 7, 8, 8), causal, "leading dims (2, 4), causal")
     passed(
         f"{EX1}: your attention matches Equations 3-4, with and without a mask, "
         "for any leading dimensions."
@@ -237,9 +314,7 @@ def exercise_1(scaled_dot_product_attention) -> None:
 def exercise_1_hidden(scaled_dot_product_attention) -> None:
     fn = scaled_dot_product_attention
     causal = torch.ones(9, 9, dtype=torch.bool).tril()
-    _leading_dims(
-        fn, "float64, leading dims (3,)", _inputs(10, (3,), 9, 9, 4, 4, torch.float64), causal
-    )
-    _leading_dims(fn, "T_q != T_k, d_v != d_k", _inputs(11, (2,), 3, 9, 8, 5), None)
-    _leading_dims(fn, "4 leading dims", _inputs(12, (2, 1, 3, 2), 4, 4, 6, 6), causal[:4, :4])
+    _compare(fn, *_inputs(10, (3,), 9, 9, 4, 4, torch.float64), causal, "float64, leading (3,)")
+    _compare(fn, *_inputs(11, (2,), 3, 9, 8, 5), None, "T_q != T_k, d_v != d_k")
+    _compare(fn, *_inputs(12, (2, 1, 3, 2), 4, 4, 6, 6), causal[:4, :4], "4 leading dims")
     passed(f"{EX1} (further cases): float64, non-square attention, deeper batches.")

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import torch
+import torch.nn as nn
 
 from transformer_lab.attention import causal_mask as _reference
 from transformer_lab.attention import scaled_dot_product_attention as _attention
 
-from ._core import CheckFailed, call, code, expect_tensor, passed
+from ._core import CheckFailed, Forbidden, call, code, expect_tensor, forbid, passed
 
 EX2 = "Exercise 2"
 _bool = torch.bool
@@ -19,6 +20,26 @@ _randn = torch.randn
 _generator = torch.Generator
 _clone = torch.Tensor.clone
 _fill = torch.Tensor.fill_
+
+_WRITE_IT = (
+    "Build the lower triangle yourself: torch.ones(T, T, dtype=torch.bool).tril(), or compare "
+    "two torch.arange(T)."
+)
+forbid(
+    EX2,
+    Forbidden(
+        "the package's causal_mask (tl.causal_mask)", "uses_package_mask", _WRITE_IT, (_reference,)
+    ),
+    Forbidden(
+        "PyTorch's nn.Transformer.generate_square_subsequent_mask",
+        "uses_torch_mask",
+        _WRITE_IT,
+        (
+            nn.Transformer.generate_square_subsequent_mask,
+            nn.modules.transformer._generate_square_subsequent_mask,
+        ),
+    ),
+)
 
 _NO_DIAGONAL = (
     "the diagonal is excluded (like tril(diagonal=-1) or i < t): position t must be allowed "

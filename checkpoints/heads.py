@@ -10,14 +10,12 @@ import torch
 
 from ._core import (
     CheckFailed,
-    all_finite,
     call,
-    close,
     code,
-    match_mistake,
+    expect_unchanged,
+    judge,
     passed,
     snapshot,
-    unchanged,
 )
 
 EX5 = "Exercise 5"
@@ -52,17 +50,9 @@ def _mistakes(A: torch.Tensor) -> dict[str, tuple[str, torch.Tensor]]:
     offsets = _offsets(T)
     weighted = A * offsets  # (..., T, T)
     total = weighted.sum((-2, -1))
-    allowed = _allowed(T)
     n_allowed = T * (T + 1) / 2
     keys_per_query = _arange(1, T + 1, dtype=_float64)  # query t may read t + 1 keys
     lead = A.shape[:-2]
-
-    def constant(value: float) -> torch.Tensor:
-        return _zeros(lead, dtype=_float64) + value
-
-    unweighted_all = offsets.abs().mean().item()
-    unweighted_rows = (offsets * allowed).sum(-1).div(keys_per_query).mean().item()
-    unweighted_cells = (offsets * allowed).sum().item() / n_allowed
     return {
         "wrong_sign": (
             "the distance has the wrong sign: query t reading key i <= t looks back t - i "
@@ -94,6 +84,22 @@ def _mistakes(A: torch.Tensor) -> dict[str, tuple[str, torch.Tensor]]:
             "query axis after summing over the keys)",
             total,
         ),
+        **_unweighted_mistakes(T, lead, keys_per_query),
+    }
+
+
+def _unweighted_mistakes(T: int, lead, keys_per_query) -> dict[str, tuple[str, torch.Tensor]]:
+    """Averages of the distances that forget to weight them by A: constants, whatever A is."""
+    offsets, allowed = _offsets(T), _allowed(T)
+    n_allowed = T * (T + 1) / 2
+
+    def constant(value: float) -> torch.Tensor:
+        return _zeros(lead, dtype=_float64) + value
+
+    unweighted_all = offsets.abs().mean().item()
+    unweighted_rows = (offsets * allowed).sum(-1).div(keys_per_query).mean().item()
+    unweighted_cells = (offsets * allowed).sum().item() / n_allowed
+    return {
         "unweighted_all_cells": (
             "the result does not depend on A at all: you average the distances |t - i| "
             "without weighting each one by the attention weight A[t, i]",
@@ -156,16 +162,8 @@ def _shape_hint(A: torch.Tensor, got: tuple) -> tuple[str, str]:
     )
 
 
-def _compare(fn, A: torch.Tensor, case: str, known: str | None = None) -> None:
-    before = snapshot(A)
-    result = call(EX5, fn, A)
-    if not unchanged(before, (A,)):
-        raise CheckFailed(
-            f"{EX5} ({case}): your function changed A in place (an operation ending in `_`, or "
-            "`*=`). Build new tensors: the notebook reuses A for the plots.",
-            code(EX5, "modified_inputs"),
-        )
-    expected = _reference(A)
+def _expect_form(result, A: torch.Tensor, case: str) -> None:
+    """One floating-point number per head, in A's dtype."""
     shape = tuple(A.shape[:-2])
     if type(result) is not torch.Tensor:
         raise CheckFailed(
@@ -193,33 +191,51 @@ def _compare(fn, A: torch.Tensor, case: str, known: str | None = None) -> None:
             "an integer arange.",
             code(EX5, "dtype_not_kept"),
         )
+
+
+def _compare(fn, A: torch.Tensor, case: str, known: str | None = None) -> None:
+    exercise = f"{EX5} ({case})"
+    before = snapshot(A)
+    result = call(EX5, fn, A)
+    expect_unchanged(
+        exercise,
+        before,
+        (A,),
+        "your function changed A in place (an operation ending in `_`, or `*=`). Build new "
+        "tensors: the notebook reuses A for the plots.",
+    )
+    _expect_form(result, A, case)
+    expected = _reference(A)
     tolerance = {"atol": 1e-4, "rtol": 1e-4} if A.dtype != _float64 else {}
-    if close(result, expected, **tolerance):
-        return
     got = result.double()
-    mistake = match_mistake(got, _mistakes(A), **tolerance)
-    where = ""
-    if known:
+
+    def where() -> str:
+        if not known:
+            return ""
         shown = (
-            f"{got.item():.4g}" if got.numel() == 1 else str([round(v, 4) for v in got.tolist()])
+            f"{got.item():.4g}"
+            if got.numel() == 1
+            else str([round(v, 4) for v in got.flatten().tolist()])
         )
-        where = f" Here the answer is {known}; you returned {shown}."
-    if mistake:
-        name, diagnosis = mistake
-        raise CheckFailed(f"{EX5} ({case}): {diagnosis}.{where}", code(EX5, name))
-    if not all_finite(result):
-        raise CheckFailed(
-            f"{EX5} ({case}): the result holds NaN or infinity. Multiplying A by distances "
-            "should never produce one: check for a division by zero or a log.",
-            code(EX5, "not_finite"),
-        )
-    raise CheckFailed(
-        f"{EX5} ({case}): your result differs from the mean over queries t of "
-        f"sum_i A[t, i] (t - i) by up to {(got - expected).abs().max().item():.3g}. Build "
-        "the (T, T) matrix of offsets t - i from torch.arange(T) (queries down the rows, keys "
-        "across the columns), weight it by A, sum over the keys and average over the queries."
-        + where,
-        code(EX5, "wrong_values"),
+        return f" Here the answer is {known}; you returned {shown}."
+
+    judge(
+        exercise,
+        got,
+        expected,
+        lambda: {
+            name: (f"{diagnosis}.{where()}".rstrip("."), wrong)
+            for name, (diagnosis, wrong) in _mistakes(A).items()
+        },
+        nan_hint="Multiplying A by distances should never produce one: check for a division "
+        "by zero or a log.",
+        otherwise=lambda gap: (
+            f"your result differs from the mean over queries t of sum_i A[t, i] (t - i) by up "
+            f"to {gap:.3g}. Build the (T, T) matrix of offsets t - i from torch.arange(T) "
+            "(queries down the rows, keys across the columns), weight it by A, sum over the "
+            "keys and average over the queries." + where()
+        ),
+        **tolerance,
     )
 
 

@@ -14,13 +14,21 @@ from transformer_lab.model import GPTConfig as _GPTConfig
 from transformer_lab.model import MultiHeadAttention as _MultiHeadAttention
 from transformer_lab.model import embed_with_positions as _reference
 
-from ._core import CheckFailed, call, close, code, expect_tensor, match_mistake, passed
+from ._core import (
+    CheckFailed,
+    Forbidden,
+    call,
+    code,
+    expect_tensor,
+    forbid,
+    judge,
+    passed,
+)
 
 EX3 = "Exercise 3"
 LN_VOCAB = math.log(65)  # 4.1744: the loss of a uniform guess over the 65 characters
 _Embedding = nn.Embedding
 _arange = torch.arange
-_cat = torch.cat
 _randn = torch.randn
 _randint = torch.randint
 _generator = torch.Generator
@@ -28,6 +36,16 @@ _no_grad = torch.no_grad
 _grad = torch.autograd.grad
 _equal = torch.equal
 _fork_rng = torch.random.fork_rng
+
+forbid(
+    EX3,
+    Forbidden(
+        "the package's embed_with_positions (tl.embed_with_positions)",
+        "uses_package_embedding",
+        "Write Equation 8 yourself: tok_emb(idx) + pos_emb(torch.arange(T, device=idx.device)).",
+        (_reference,),
+    ),
+)
 
 
 def order_blindness(first: torch.Tensor, second: torch.Tensor, seed: int = 0) -> float:
@@ -39,7 +57,7 @@ def order_blindness(first: torch.Tensor, second: torch.Tensor, seed: int = 0) ->
     if first.shape != second.shape or first.ndim != 2 or first.shape[0] != 1:
         raise CheckFailed(
             "order_blindness needs two (1, T) tensors of token ids of equal shape.",
-            "order.wrong_shapes",
+            "order.wrong_inputs",
         )
     if not _equal(first.sort().values, second.sort().values) or first[0, -1] != second[0, -1]:
         raise CheckFailed(
@@ -82,6 +100,16 @@ def _tables(seed: int, vocab: int, T_max: int, d_model: int, dtype=torch.float32
     return tok_emb.to(dtype), pos_emb.to(dtype)
 
 
+def _sinusoids(T: int, d_model: int) -> torch.Tensor:
+    """The original transformer's fixed positions: sin on even columns, cos on odd ones."""
+    position = _arange(T, dtype=torch.float64)[:, None]  # (T, 1)
+    rates = torch.exp(_arange(0, d_model, 2, dtype=torch.float64) * (-math.log(10000.0) / d_model))
+    table = torch.zeros(T, d_model, dtype=torch.float64)
+    table[:, 0::2] = torch.sin(position * rates)
+    table[:, 1::2] = torch.cos(position * rates)[:, : d_model // 2]
+    return table
+
+
 def _mistakes(idx, tok_emb, pos_emb) -> dict[str, tuple[str, torch.Tensor]]:
     """{name: (diagnosis, output)} of the usual wrong versions, computed with our own
     operations."""
@@ -114,6 +142,12 @@ def _mistakes(idx, tok_emb, pos_emb) -> dict[str, tuple[str, torch.Tensor]]:
                 "the token embeddings are scaled by sqrt(d_model), as in the original "
                 "transformer; the lab's model adds them unscaled (Equation 8)",
                 tokens * math.sqrt(tokens.shape[-1]) + positions,
+            ),
+            "sinusoidal_positions": (
+                "the positions are the fixed sines and cosines of the original transformer; "
+                "this lab learns them: add the rows of the table pos_emb, "
+                "pos_emb(torch.arange(T))",
+                tokens + _sinusoids(T, tokens.shape[-1]).to(tokens.dtype),
             ),
         }
         if T < pos_emb.num_embeddings:
@@ -158,16 +192,21 @@ def _compare(fn, idx, tok_emb, pos_emb, case: str) -> None:
     expect_tensor(EX3, "the output", result, (B, T, d_model))
     with _no_grad():
         right = _reference(idx, tok_emb, pos_emb)
-    if not close(result.detach(), right):
-        mistake = match_mistake(result.detach(), _mistakes(idx, tok_emb, pos_emb))
-        if mistake:
-            name, diagnosis = mistake
-            raise CheckFailed(f"{EX3} ({case}): {diagnosis}.", code(EX3, name))
-        raise CheckFailed(
-            f"{EX3} ({case}): the output differs from tok_emb(idx) + pos_emb(torch.arange(T)) "
-            f"by up to {(result.detach().double() - right.double()).abs().max().item():.3g}.",
-            code(EX3, "wrong_values"),
-        )
+    judge(
+        f"{EX3} ({case})",
+        result.detach(),
+        right,
+        lambda: _mistakes(idx, tok_emb, pos_emb),
+        nan_hint="Adding two embeddings never produces one: look for a division or a log.",
+        otherwise=lambda gap: (
+            f"the output differs from tok_emb(idx) + pos_emb(torch.arange(T)) by up to {gap:.3g}."
+        ),
+    )
+    _expect_gradients(result, tok_emb, pos_emb, case)
+
+
+def _expect_gradients(result, tok_emb, pos_emb, case: str) -> None:
+    """Both tables must learn: a gradient reaches each of them through the output."""
     if not result.requires_grad:
         raise CheckFailed(
             f"{EX3} ({case}): the output carries no gradient, so neither table would learn. "

@@ -30,6 +30,7 @@ def _mistakes(logits, targets) -> dict[str, tuple[str, tuple[float, float, float
     nats, ppl, bits = _reference(logits, targets)
     summed_over_T = -picked.sum(-1).mean().item()
     summed_over_B = -picked.sum(0).mean().item()
+    summed = -picked.sum().item()
     raw = logits.double().gather(-1, targets.unsqueeze(-1)).squeeze(-1)
     return {
         "summed_over_positions": (
@@ -40,6 +41,12 @@ def _mistakes(logits, targets) -> dict[str, tuple[str, tuple[float, float, float
         "summed_over_batch": (
             "the loss is summed over the batch instead of averaged over every position",
             (summed_over_B, math.exp(min(summed_over_B, 700)), summed_over_B / _LN2),
+        ),
+        "summed_over_everything": (
+            "the loss is summed over every position of every sequence (reduction='sum'): "
+            "Equation 15 is the mean, so divide by B x T, or keep cross_entropy's default "
+            "reduction='mean'",
+            (summed, math.exp(min(summed, 700)), summed / _LN2),
         ),
         "loss_in_bits": (
             "the loss is in bits (log base 2) where nats (natural log) are asked for: nats come "

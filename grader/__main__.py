@@ -32,7 +32,7 @@ def feedback(course: Path) -> None:
                 raise GradingError(f"feedback for {name} failed:\n{result['error']}")
 
 
-def main(argv: list[str] | None = None) -> None:
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--course", type=Path, default=COURSE, help="the nbgrader course folder")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -65,47 +65,78 @@ def main(argv: list[str] | None = None) -> None:
     form.add_argument("--port", type=int, help="default: a free port")
     export = commands.add_parser("export", help="the gradebook as CSV")
     export.add_argument("--to", type=Path, help="default: COURSE/reports/grades.csv")
-    args = parser.parse_args(argv)
-    course = args.course.resolve()
+    return parser
+
+
+def collect_command(args: argparse.Namespace, course: Path) -> None:
+    found = collecting.collect(args.submissions, course)
     reports = course / "reports"
+    reports.mkdir(parents=True, exist_ok=True)
+    (reports / "collect.md").write_text(collecting.report(found), encoding="utf-8")
+    print(collecting.report(found))
+
+
+def autograde_command(args: argparse.Namespace, course: Path) -> None:
+    grading.autograde(
+        course,
+        workers=args.workers,
+        cell_timeout=args.cell_timeout,
+        notebook_timeout=args.notebook_timeout,
+        memory_gb=args.memory_gb,
+        force=args.force,
+        students=args.student,
+        only=args.assignment,
+        sandboxed=not args.no_sandbox,
+        scheduler=args.scheduler,
+    )
+    report = course / "reports" / "autograde.md"
+    print(report.read_text(encoding="utf-8"))
+    print(f"report: {report}")
+
+
+def feedback_command(args: argparse.Namespace, course: Path) -> None:
+    feedback(course)
+    print(f"feedback in {course / 'feedback'}")
+
+
+def report_command(args: argparse.Namespace, course: Path) -> None:
+    from .class_report import class_report
+
+    for path in class_report(course, names=args.names):
+        print(f"wrote {path}")
+
+
+def formgrader_command(args: argparse.Namespace, course: Path) -> None:
+    from .formgrader import main as formgrader
+
+    formgrader(course, args.port)
+
+
+def export_command(args: argparse.Namespace, course: Path) -> None:
+    target = (args.to or course / "reports" / "grades.csv").resolve()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    nbgrader(course, "export", f"--to={target}")
+    print(f"wrote {target}")
+
+
+COMMANDS = {
+    "collect": collect_command,
+    "autograde": autograde_command,
+    "feedback": feedback_command,
+    "report": report_command,
+    "formgrader": formgrader_command,
+    "export": export_command,
+}
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = build_parser().parse_args(argv)
     try:
-        if args.command == "collect":
-            found = collecting.collect(args.submissions, course)
-            reports.mkdir(parents=True, exist_ok=True)
-            (reports / "collect.md").write_text(collecting.report(found), encoding="utf-8")
-            print(collecting.report(found))
-        elif args.command == "autograde":
-            grading.autograde(
-                course,
-                workers=args.workers,
-                cell_timeout=args.cell_timeout,
-                notebook_timeout=args.notebook_timeout,
-                memory_gb=args.memory_gb,
-                force=args.force,
-                students=args.student,
-                only=args.assignment,
-                sandboxed=not args.no_sandbox,
-                scheduler=args.scheduler,
-            )
-            print((reports / "autograde.md").read_text(encoding="utf-8"))
-            print(f"report: {reports / 'autograde.md'}")
-        elif args.command == "feedback":
-            feedback(course)
-            print(f"feedback in {course / 'feedback'}")
-        elif args.command == "report":
-            from .class_report import class_report
-
-            for path in class_report(course, names=args.names):
-                print(f"wrote {path}")
-        elif args.command == "formgrader":
-            from .formgrader import main as formgrader
-
-            formgrader(course, args.port)
-        elif args.command == "export":
-            target = (args.to or reports / "grades.csv").resolve()
-            target.parent.mkdir(parents=True, exist_ok=True)
-            nbgrader(course, "export", f"--to={target}")
-            print(f"wrote {target}")
+        COMMANDS[args.command](args, args.course.resolve())
+    except grading.Interrupted as stop:
+        # Ctrl-C is expected here: one line on what was kept, no traceback, the shell's 128 + 2.
+        print(f"grader {args.command}: {stop}", file=sys.stderr)
+        sys.exit(130)
     except GradingError as err:
         sys.exit(f"grader {args.command}: {err}")
 

@@ -8,7 +8,9 @@ For each submitted/STUDENT/NN_topic/NN_topic.ipynb:
   3. back here, one at a time: stderr of passing checks is not a failure, output is limited,
      nbgrader's SaveAutoGrades writes the scores, the executed notebook goes to autograded/.
 A rerun regrades only what changed: the job's input, its limits and the grading code are
-hashed. Manual grades are kept.
+hashed. Manual grades are kept. Ctrl-C kills the jobs, keeps every score saved so far, and raises
+Interrupted: a rerun continues where it stopped. Jobs run in a local pool of threads, or on the
+workers of a Dask cluster (supervisor.py says how a job runs there).
 """
 
 from __future__ import annotations
@@ -19,10 +21,9 @@ import hashlib
 import json
 import logging
 import os
-import signal
 import subprocess
 import sys
-import tempfile
+import uuid
 import warnings
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -31,13 +32,22 @@ import nbformat
 from sqlalchemy.exc import SAWarning
 from tqdm.auto import tqdm
 
-from . import preflight, review, sandbox
-from .course import GradingError, assignments, db_url, release_notebook
+from . import preflight, review, sandbox, supervisor
+from .course import (
+    MEMORY_GB,
+    TRAINING_NOTEBOOK,
+    GradingError,
+    assignments,
+    autograded_notebook,
+    db_url,
+    job_file,
+    release_notebook,
+)
 from .course import cell_timeout as default_cell_timeout
 from .sandbox import ROOT
+from .supervisor import run_job, stop_jobs  # by these names here: the local pool's, and tests'
 
 NOTEBOOK_TIMEOUT = 600  # seconds; the backstop for a kernel that ignores interrupts
-MEMORY_GB = 4.0
 QUIET = logging.getLogger("grader.nbgrader")
 QUIET.setLevel(logging.ERROR)
 
@@ -112,7 +122,7 @@ def save_scores(nb, course: Path, student: str, assignment: str) -> Outcome:
         gb.update_or_create_submission(assignment, student)
     for step in (StderrIsNotFailure(), LimitOutput(), SaveAutoGrades()):
         nb, resources = step.preprocess(nb, resources)
-    out = Path(course) / "autograded" / student / assignment / f"{assignment}.ipynb"
+    out = autograded_notebook(course, student, assignment)
     out.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(nb, out)
     with Gradebook(db_url(course)) as gb:
@@ -157,28 +167,18 @@ def grading_digest(course: Path) -> str:
     return digest.hexdigest()
 
 
-def run_job(text: str, command: list[str], notebook_timeout: int, env: dict) -> dict:
-    """Run one job in its own process group; kill the group past the limit."""
-    with tempfile.TemporaryDirectory(prefix="tl-job-") as cwd:
-        process = subprocess.Popen(
-            command,
-            cwd=cwd,
-            env=env,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            start_new_session=True,
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C stopped autograde: its jobs are killed, what was saved stays saved."""
+
+    def __init__(self, saved: int, total: int):
+        super().__init__(saved, total)
+        self.saved, self.total = saved, total
+
+    def __str__(self) -> str:
+        return (
+            f"interrupted: {self.saved} of {self.total} notebooks are scored and saved in the "
+            "gradebook; run `make autograde` again to continue where it stopped"
         )
-        try:
-            stdout, stderr = process.communicate(text, timeout=notebook_timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.communicate()
-            return {"error": f"ran past the {notebook_timeout} s limit for a notebook"}
-    if process.returncode != 0:
-        return {"error": f"the grading job failed: {stderr.strip().splitlines()[-1:]}"}
-    return json.loads(stdout)
 
 
 @contextlib.contextmanager
@@ -201,10 +201,6 @@ def job_pool(workers: int, scheduler: str | None = None):
         yield client.get_executor(pure=False)
 
 
-def _job_file(course: Path, student: str, assignment: str) -> Path:
-    return Path(course) / "autograded" / student / assignment / "job.json"
-
-
 def prepare(course: Path, student: str, assignment: str, path: Path, release) -> tuple:
     """(notebook text to execute, Outcome so far), or (None, Outcome quarantined)."""
     checked = preflight.preflight(path.read_bytes(), release)
@@ -215,6 +211,21 @@ def prepare(course: Path, student: str, assignment: str, path: Path, release) ->
     nb = sanitize(checked.notebook, course, student, assignment)
     outcome.flags = review.flags(nb, release)
     return nbformat.writes(nb), outcome
+
+
+@dataclass
+class _Run:
+    """What every job of one autograde run shares."""
+
+    course: Path
+    releases: dict
+    settings: str  # the limits, the sandbox and the grading code, in every rerun key
+    command: list[str]
+    notebook_timeout: int
+    env: dict
+    force: bool
+    on_dask: bool
+    id: str = field(default_factory=lambda: uuid.uuid4().hex)
 
 
 def autograde(
@@ -235,60 +246,113 @@ def autograde(
     course = Path(course)
     cell_timeout = cell_timeout or default_cell_timeout()
     isolated = isolation(sandboxed)
-    releases = {name: release_notebook(course, name) for name in assignments(course)}
     # The job reads the corpus from this verified copy; a sandboxed job sees no cache or network.
     corpus = corpus_path()
-    settings = f"{cell_timeout} {memory_gb} {isolated} {grading_digest(course)}"
     command = job_command(cell_timeout, memory_gb)
     if sandboxed:
         command = sandbox.command(command, course, corpus)
-    # grader/ is not installed: the job finds it in the checkout.
-    env = {**os.environ, "TRANSFORMER_LAB_DATA": str(corpus), "PYTHONPATH": str(ROOT)}
+    run = _Run(
+        course,
+        releases={name: release_notebook(course, name) for name in assignments(course)},
+        settings=f"{cell_timeout} {memory_gb} {isolated} {grading_digest(course)}",
+        command=command,
+        notebook_timeout=notebook_timeout,
+        # grader/ is not installed: the job (and on Dask its supervisor) finds it in the checkout.
+        env={**os.environ, "TRANSFORMER_LAB_DATA": str(corpus), "PYTHONPATH": str(ROOT)},
+        force=force,
+        on_dask=scheduler is not None,
+    )
     # Notebook 04 trains; the longest jobs go first so that the workers finish together.
-    found = sorted(submissions(course, students, only), key=lambda s: not s[1].startswith("04"))
-    outcomes, running = [], {}
-    with (
-        job_pool(workers, scheduler) as pool,
-        tqdm(total=len(found), desc="autograde", unit="notebook", disable=not progress) as bar,
-    ):
+    found = sorted(submissions(course, students, only), key=lambda s: s[1] != TRAINING_NOTEBOOK)
+    outcomes = []
+    try:
+        with (
+            job_pool(workers, scheduler) as pool,
+            tqdm(total=len(found), desc="autograde", unit="notebook", disable=not progress) as bar,
+        ):
 
-        def keep(outcome: Outcome) -> None:
-            outcomes.append(outcome)
-            bar.update()
+            def keep(outcome: Outcome) -> None:
+                outcomes.append(outcome)
+                bar.update()
 
-        # Each job starts as soon as its notebook is sanitized, and finished jobs are saved
-        # between two submissions: the parent's serial work overlaps the workers'.
-        for student, assignment, path in found:
-            text, outcome = prepare(course, student, assignment, path, releases[assignment])
-            if text is None:
-                keep(outcome)
-                continue
-            key = hashlib.sha256(f"{settings} {text}".encode()).hexdigest()
-            last = _last_job(course, student, assignment)
-            if not force and last.get("key") == key:
-                keep(_unchanged(course, outcome, last))
-                continue
-            running[pool.submit(run_job, text, command, notebook_timeout, env)] = (key, outcome)
-            for future in [f for f in running if f.done()]:
-                keep(_finish(course, future.result(), *running.pop(future)))
-        for future in concurrent.futures.as_completed(running):
-            keep(_finish(course, future.result(), *running[future]))
-    outcomes.sort(key=lambda o: (o.student, o.assignment))
-    write_report(course, outcomes, isolated)
+            _grade(run, pool, found, keep)
+        outcomes.sort(key=lambda o: (o.student, o.assignment))
+        write_report(course, outcomes, isolated)
+    except KeyboardInterrupt:
+        saved = sum(o.status in ("graded", "unchanged") for o in outcomes)
+        raise Interrupted(saved, len(found)) from None
     return outcomes
 
 
+def _grade(run: _Run, pool, found: list, keep) -> None:
+    """Each job starts as soon as its notebook is sanitized, and finished jobs are saved between
+    two submissions: the parent's serial work overlaps the workers'."""
+    course, running = run.course, {}
+    try:
+        for student, assignment, path in found:
+            text, outcome = prepare(course, student, assignment, path, run.releases[assignment])
+            if text is None:
+                keep(outcome)
+                continue
+            key = hashlib.sha256(f"{run.settings} {text}".encode()).hexdigest()
+            last = _last_job(course, student, assignment)
+            if not run.force and last.get("key") == key:
+                with supervisor.ctrl_c_waits():
+                    keep(_unchanged(course, outcome, last))
+                continue
+            running[_submit(pool, run, text)] = (key, outcome)
+            for future in [f for f in running if f.done()]:
+                with supervisor.ctrl_c_waits():
+                    keep(_finish(course, _result(future), *running.pop(future)))
+        for future in concurrent.futures.as_completed(running):
+            with supervisor.ctrl_c_waits():
+                keep(_finish(course, _result(future), *running[future]))
+    except KeyboardInterrupt:
+        # Otherwise leaving the pool would wait for every job still queued or running.
+        _stop(pool, running, run)
+        raise
+
+
+def _submit(pool, run: _Run, text: str) -> concurrent.futures.Future:
+    """Start one job: in a thread of the local pool, or as a command on a Dask worker. A task
+    that a worker unpickles names only the standard library (subprocess.run), since workers
+    need not import grader/; the supervisor finds it through the PYTHONPATH in run.env."""
+    if not run.on_dask:
+        return pool.submit(run_job, text, run.command, run.notebook_timeout, run.env, run.id)
+    argv = supervisor.command(run.command, run.notebook_timeout, run.id)
+    captured = {"capture_output": True, "text": True, "env": run.env}
+    return pool.submit(subprocess.run, argv, input=text, **captured)
+
+
+def _result(future: concurrent.futures.Future) -> dict:
+    """A job's result: run_job's from the local pool, the supervisor's process from Dask."""
+    try:
+        done = future.result()
+    except Exception as err:  # Dask gives up on a job whose workers keep dying (KilledWorker)
+        return {"error": f"the job could not run: {type(err).__name__}: {err}"}
+    return supervisor.result(done) if isinstance(done, subprocess.CompletedProcess) else done
+
+
+def _stop(pool, running: dict, run: _Run) -> None:
+    """Cancel the queued jobs and kill the running ones, here or on the Dask workers."""
+    for future in running:
+        future.cancel()
+    if not run.on_dask:
+        stop_jobs(run.id)
+        return
+    client = pool._client  # distributed's executor keeps its Client there
+    client.run(subprocess.run, supervisor.stop_command(run.id), env=run.env, capture_output=True)
+
+
 def _last_job(course: Path, student: str, assignment: str) -> dict:
-    job_file = _job_file(course, student, assignment)
-    return json.loads(job_file.read_text()) if job_file.is_file() else {}
+    last = job_file(course, student, assignment)
+    return json.loads(last.read_text()) if last.is_file() else {}
 
 
 def _unchanged(course: Path, outcome: Outcome, last: dict) -> Outcome:
     """The scores of the last run kept: nothing its job saw has changed."""
     student, assignment = outcome.student, outcome.assignment
-    executed = nbformat.read(
-        _job_file(course, student, assignment).with_name(f"{assignment}.ipynb"), 4
-    )
+    executed = nbformat.read(autograded_notebook(course, student, assignment), 4)
     kept = save_scores(executed, course, student, assignment)
     kept.status, kept.repairs, kept.seconds = "unchanged", outcome.repairs, last["seconds"]
     kept.flags, kept.reason = outcome.flags, last.get("reason", "")
@@ -304,7 +368,7 @@ def _finish(course: Path, result: dict, key: str, outcome: Outcome) -> Outcome:
     graded = save_scores(executed, course, outcome.student, outcome.assignment)
     graded.repairs, graded.seconds = outcome.repairs, result["seconds"]
     graded.flags, graded.reason = outcome.flags, died(executed, result.get("died_in"))
-    _job_file(course, outcome.student, outcome.assignment).write_text(
+    job_file(course, outcome.student, outcome.assignment).write_text(
         json.dumps({"key": key, "seconds": result["seconds"], "reason": graded.reason})
     )
     return graded
@@ -354,8 +418,9 @@ def report(outcomes: list[Outcome], isolated: str) -> str:
         "",
         f"Sandbox: {isolated}.",
         "Review: code in the student's own cells that touches the checking machinery "
-        "(checkpoints, sys.modules, trace hooks, input transformers, builtins, unittest.mock). "
-        "A flag does not change a score; read the quoted line.",
+        "(checkpoints, torch's attributes, sys.modules, trace hooks, input transformers, "
+        "builtins, unittest.mock), and functions that copy the package's reference (with how "
+        "similar they are). A flag does not change a score; read the quoted line.",
     ]
     return "\n".join(lines + footer + notes) + "\n"
 

@@ -25,9 +25,9 @@ from pathlib import Path
 
 import nbformat
 
-from checkpoints._core import CODE_AT_END
+from checkpoints import split_code
 
-from .course import db_url
+from .course import db_url, job_file
 
 PASSED = "passed"
 TOP = 5  # mistakes per exercise in the figure
@@ -64,10 +64,7 @@ def outcome(cell) -> tuple[str, str]:
     if not errors:
         return PASSED, ""
     error = errors[0]
-    found = CODE_AT_END.search(error.evalue)
-    if found:
-        return found.group(1), error.evalue[: found.start()].strip()
-    return f"other.{error.ename}", error.evalue.strip()
+    return split_code(error.evalue) or (f"other.{error.ename}", error.evalue.strip())
 
 
 def _scores(course: Path) -> dict[tuple[str, str, str], tuple[float, float]]:
@@ -85,7 +82,7 @@ def _scores(course: Path) -> dict[tuple[str, str, str], tuple[float, float]]:
     return found
 
 
-def collect(course: Path) -> tuple[list[Check], dict[str, str]]:
+def read_checks(course: Path) -> tuple[list[Check], dict[str, str]]:
     """Every graded check of every autograded notebook, and an example message per outcome."""
     course = Path(course)
     scores = _scores(course) if (course / "gradebook.db").is_file() else {}
@@ -93,7 +90,7 @@ def collect(course: Path) -> tuple[list[Check], dict[str, str]]:
     messages: dict[str, str] = {}
     for path in sorted(course.glob("autograded/*/*/*.ipynb")):
         student, assignment = path.parent.parent.name, path.parent.name
-        job = path.with_name("job.json")
+        job = job_file(course, student, assignment)
         seconds = json.loads(job.read_text()).get("seconds") if job.is_file() else None
         for cell in nbformat.read(path, 4).cells:
             meta = cell.metadata.get("nbgrader", {})
@@ -208,7 +205,7 @@ def figures(checks: list[Check], folder: Path) -> list[Path]:
 
 def class_report(course: Path, names: bool = False) -> list[Path]:
     """Write reports/class.md, class.csv and the two figures; return their paths."""
-    checks, messages = collect(course)
+    checks, messages = read_checks(course)
     folder = Path(course) / "reports"
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "class.md").write_text(markdown(checks, messages, names), encoding="utf-8")

@@ -4,7 +4,7 @@ grader/course/                      (generated; ignored by git)
     source/NN_topic/NN_topic.ipynb      solutions and hidden tests (from solutions/)
     release/NN_topic/NN_topic.ipynb     what students get (nbgrader generate_assignment)
     submitted/STUDENT/NN_topic/         what `collect` found, as handed in
-    autograded/STUDENT/NN_topic/        executed notebooks, as graded
+    autograded/STUDENT/NN_topic/        executed notebooks, as graded; job.json (the rerun key)
     feedback/STUDENT/NN_topic/          HTML feedback
     gradebook.db                        nbgrader's gradebook
     reports/                            collect, preflight and autograde reports; grades.csv
@@ -24,6 +24,9 @@ import nbformat
 GRADER = Path(__file__).resolve().parent
 COURSE = GRADER / "course"
 NBGRADER_CONFIG = GRADER / "nbgrader_config.py"
+# The notebook that trains (its jobs are the longest) and holds the written answer.
+TRAINING_NOTEBOOK = "04_training"
+MEMORY_GB = 4.0  # a grading job's address-space cap, its kernel's included
 
 
 class GradingError(RuntimeError):
@@ -45,6 +48,15 @@ def assignments(course: Path) -> list[str]:
 
 def release_notebook(course: Path, assignment: str) -> nbformat.NotebookNode:
     return nbformat.read(Path(course) / "release" / assignment / f"{assignment}.ipynb", 4)
+
+
+def autograded_notebook(course: Path, student: str, assignment: str) -> Path:
+    return Path(course) / "autograded" / student / assignment / f"{assignment}.ipynb"
+
+
+def job_file(course: Path, student: str, assignment: str) -> Path:
+    """What the last job of this notebook left: its rerun key, seconds and the kernel's fate."""
+    return autograded_notebook(course, student, assignment).with_name("job.json")
 
 
 @functools.cache

@@ -14,9 +14,9 @@ import socket
 import sys
 from pathlib import Path
 
-from .course import GRADER
+from .course import GRADER, TRAINING_NOTEBOOK
 
-MANUAL = "04_training"  # the notebook with a written answer (ex4_prediction)
+MANUAL = TRAINING_NOTEBOOK  # the notebook with a written answer (ex4_prediction)
 
 
 def free_port() -> int:

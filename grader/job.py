@@ -29,6 +29,8 @@ import nbformat  # noqa: E402
 from nbclient import NotebookClient  # noqa: E402
 from nbclient.exceptions import DeadKernelError  # noqa: E402
 
+from .course import MEMORY_GB  # noqa: E402
+
 # What the kernel may see of the grader's environment: enough to run Python and find the data.
 PASSED_ENV = (
     "PATH",
@@ -189,7 +191,7 @@ def run(raw: str, cell_timeout: int, memory_gb: float) -> dict:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cell-timeout", type=int, required=True, help="seconds per cell")
-    parser.add_argument("--memory-gb", type=float, default=4.0, help="address-space cap")
+    parser.add_argument("--memory-gb", type=float, default=MEMORY_GB, help="address-space cap")
     args = parser.parse_args(argv)
     raw = sys.stdin.read()
     # The kernel inherits our stdout; keep the real one for the result and give it /dev/null.

@@ -131,12 +131,38 @@ def preflight(raw: bytes, release_nb: nbformat.NotebookNode) -> Preflight:
     nb, problem = read_notebook(raw)
     if nb is None:
         return Preflight(None, quarantined=problem)
-    repairs = []
-    release = release_nb.cells
+    release, sub, repairs = release_nb.cells, nb.cells, []
     graded = {_grade_id(c): i for i, c in enumerate(release) if _grade_id(c)}
-    sub = nb.cells
+    by_id = _match_by_grade_id(sub, graded, repairs)
+    matcher = difflib.SequenceMatcher(
+        None, [normal_source(c) for c in release], [normal_source(c) for c in sub], autojunk=False
+    )
+    anchors = {}  # release cell -> submission cell, where the two are unchanged
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            anchors.update(zip(range(i1, i2), range(j1, j2), strict=True))
+    found = len(anchors) + len(by_id)
+    if found < MIN_SHARE_OF_RELEASE * len(release):
+        return Preflight(
+            None,
+            quarantined=f"does not look like this notebook: only {found} of the release's "
+            f"{len(release)} cells were found in it",
+        )
+    matched = _match_by_place(release, sub, matcher, anchors, by_id)
+    restored = _put_release_metadata_back(release, sub, graded, matched, repairs)
+    _insert_restored(release, sub, restored, {**anchors, **matched})
+    ids = set()
+    for j, cell in enumerate(sub):  # restored cells carry the release's ids
+        if cell.id in ids:
+            cell.id = f"cell-r{j:03d}"
+        ids.add(cell.id)
+    nbformat.validate(nb)
+    return Preflight(nb, repairs)
 
-    # 1. By grade id: the first cell carrying an id keeps it; copies and unknown ids lose theirs.
+
+def _match_by_grade_id(sub, graded: dict[str, int], repairs: list[str]) -> dict[int, int]:
+    """Release cell -> submission cell by grade id. The first cell carrying an id keeps it;
+    copies and unknown ids lose their grading metadata."""
     by_id: dict[int, int] = {}
     for j, cell in enumerate(sub):
         grade_id = _grade_id(cell)
@@ -151,23 +177,13 @@ def preflight(raw: bytes, release_nb: nbformat.NotebookNode) -> Preflight:
             by_id[graded[grade_id]] = j
             continue
         del cell.metadata["nbgrader"]
+    return by_id
 
-    # 2. By place and content: align the unchanged cells, then pair graded cells in the gaps.
-    matcher = difflib.SequenceMatcher(
-        None, [normal_source(c) for c in release], [normal_source(c) for c in sub], autojunk=False
-    )
+
+def _match_by_place(release, sub, matcher, anchors: dict, by_id: dict) -> dict[int, int]:
+    """by_id, completed by place and content: a graded cell that lost its id is the unchanged
+    cell aligned with it, or the cell that best matches it in the same gap of the alignment."""
     matched = dict(by_id)
-    anchors = {}
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
-        if tag == "equal":
-            anchors.update(zip(range(i1, i2), range(j1, j2), strict=True))
-    found = len(anchors) + len(by_id)
-    if found < MIN_SHARE_OF_RELEASE * len(release):
-        return Preflight(
-            None,
-            quarantined=f"does not look like this notebook: only {found} of the release's "
-            f"{len(release)} cells were found in it",
-        )
     claimed = set(matched.values())
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         gap_release = [i for i in range(i1, i2) if i not in matched]
@@ -179,8 +195,12 @@ def preflight(raw: bytes, release_nb: nbformat.NotebookNode) -> Preflight:
         pairs = _pair_in_gap(release, gap_release, list(range(j1, j2)), sub, claimed)
         matched.update(pairs)
         claimed.update(pairs.values())
+    return matched
 
-    # 3. Put the release's metadata and cell type back; restore what is missing.
+
+def _put_release_metadata_back(release, sub, graded, matched, repairs) -> list[int]:
+    """The release's grading metadata and cell type on every matched cell, skip tags removed;
+    returns the graded release cells that found no match, to be restored."""
     restored = []
     for grade_id, i in graded.items():
         want = release[i]
@@ -200,8 +220,12 @@ def preflight(raw: bytes, release_nb: nbformat.NotebookNode) -> Preflight:
         if tags != cell.metadata.get("tags", tags):
             repairs.append(f"{grade_id}: tag that would skip it removed")
             cell.metadata["tags"] = tags
-    # Missing cells go back after the submission cell that matches the release cell before them.
-    position = {**anchors, **matched}
+    return restored
+
+
+def _insert_restored(release, sub, restored: list[int], position: dict[int, int]) -> None:
+    """Missing cells go back after the submission cell that matches the release cell before
+    them. `position`: release cell -> submission cell, kept up to date as cells go in."""
     for i in sorted(restored, reverse=True):
         before = [position[k] for k in range(i) if k in position]
         at = (max(before) + 1) if before else len(sub)
@@ -210,10 +234,3 @@ def preflight(raw: bytes, release_nb: nbformat.NotebookNode) -> Preflight:
             if j >= at:
                 position[k] = j + 1
         position[i] = at
-    ids = set()
-    for j, cell in enumerate(sub):  # restored cells carry the release's ids
-        if cell.id in ids:
-            cell.id = f"cell-r{j:03d}"
-        ids.add(cell.id)
-    nbformat.validate(nb)
-    return Preflight(nb, repairs)

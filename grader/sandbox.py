@@ -88,6 +88,8 @@ def command(job: list[str], course: Path, corpus: Path) -> list[str]:
     return [
         "bwrap",
         "--unshare-all",  # user, PID, network (loopback only), IPC, UTS, cgroup
+        # --unshare-all only tries a user namespace and runs on without one; insisting makes
+        # bwrap fail instead, and --disable-userns below requires it.
         "--unshare-user",
         "--disable-userns",  # no nested user namespace to remount anything in
         "--die-with-parent",

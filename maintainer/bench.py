@@ -47,8 +47,8 @@ from transformer_lab.runtime import (
     configure_cpu_threads,
     device_name,
     physical_cores,
-    pick_device,
     precision_for,
+    resolve_device,
     set_seed,
 )
 from transformer_lab.train import T_DEFAULT, train_lm
@@ -414,51 +414,9 @@ def run_bench(
     models = [(dev, name) for dev in devices for name in ("gpt", "lstm")]
     emit(_preamble(steps, eval_chars, compile, devices, threads, job("idle", devices[0])))
     ours_train = {(dev, name): job("train", dev, model=name) for dev, name in models}
-    emit(
-        _table(
-            "Training (tokens/s)",
-            ["device", "model", "ours: precision", "reference tok/s", "ours tok/s"]
-            + ["ours / reference", "reference peak MiB", "ours peak MiB"],
-            (
-                [device_name(dev), name, precision_for(dev).name]
-                + _figures(job("train", dev, model=name, loop="reference"), ours_train[dev, name])
-                for dev, name in models
-            ),
-            left=3,
-        )
-    )
-    emit(
-        _table(
-            f"Evaluation (characters/s, the first {eval_chars:,} test characters, fp32)",
-            ["device", "model", "reference chars/s", "ours chars/s", "ours / reference"]
-            + ["reference peak MiB", "ours peak MiB"],
-            (
-                [device_name(dev), name]
-                + _figures(
-                    job("eval", dev, model=name, loop="reference"), job("eval", dev, model=name)
-                )
-                for dev, name in models
-            ),
-        )
-    )
-    precisions = [(dev, p) for dev in devices for p in ["fp32", *native_low_precisions(dev)]]
-    emit(
-        _table(
-            "Attention: `F.scaled_dot_product_attention` against the explicit form "
-            "(mini-GPT training in our loop, tokens/s; every precision the device computes "
-            "natively, emulated ones left out)",
-            ["device", "precision", "explicit tok/s", "SDPA tok/s", "SDPA / explicit"]
-            + ["explicit peak MiB", "SDPA peak MiB"],
-            (
-                [device_name(dev), p]
-                + _figures(
-                    job("train", dev, precision=p, attention="explicit"),
-                    job("train", dev, precision=p),
-                )
-                for dev, p in precisions
-            ),
-        )
-    )
+    emit(_training_table(models, ours_train, job))
+    emit(_evaluation_table(models, eval_chars, job))
+    emit(_attention_table(devices, job))
     if compile:
         emit(_compile_table(models, ours_train, job))
     text = "\n".join(lines) + "\n"
@@ -468,6 +426,53 @@ def run_bench(
         path.write_text(text, encoding="utf-8")
         print(f"\nwrote {path}")
     return text
+
+
+def _training_table(models, ours_train: dict, job) -> list[str]:
+    """Training tokens/s of both loops; the reference is measured here, model by model."""
+    return _table(
+        "Training (tokens/s)",
+        ["device", "model", "ours: precision", "reference tok/s", "ours tok/s"]
+        + ["ours / reference", "reference peak MiB", "ours peak MiB"],
+        (
+            [device_name(dev), name, precision_for(dev).name]
+            + _figures(job("train", dev, model=name, loop="reference"), ours_train[dev, name])
+            for dev, name in models
+        ),
+        left=3,
+    )
+
+
+def _evaluation_table(models, eval_chars: int, job) -> list[str]:
+    return _table(
+        f"Evaluation (characters/s, the first {eval_chars:,} test characters, fp32)",
+        ["device", "model", "reference chars/s", "ours chars/s", "ours / reference"]
+        + ["reference peak MiB", "ours peak MiB"],
+        (
+            [device_name(dev), name]
+            + _figures(job("eval", dev, model=name, loop="reference"), job("eval", dev, model=name))
+            for dev, name in models
+        ),
+    )
+
+
+def _attention_table(devices, job) -> list[str]:
+    precisions = [(dev, p) for dev in devices for p in ["fp32", *native_low_precisions(dev)]]
+    return _table(
+        "Attention: `F.scaled_dot_product_attention` against the explicit form "
+        "(mini-GPT training in our loop, tokens/s; every precision the device computes "
+        "natively, emulated ones left out)",
+        ["device", "precision", "explicit tok/s", "SDPA tok/s", "SDPA / explicit"]
+        + ["explicit peak MiB", "SDPA peak MiB"],
+        (
+            [device_name(dev), p]
+            + _figures(
+                job("train", dev, precision=p, attention="explicit"),
+                job("train", dev, precision=p),
+            )
+            for dev, p in precisions
+        ),
+    )
 
 
 def _compile_table(models, ours_train: dict, job) -> list[str]:
@@ -509,7 +514,7 @@ def main(argv: list[str] | None = None) -> None:
     configure_cpu_threads()
     run_bench(
         steps=args.steps,
-        device=pick_device() if args.device == "auto" else args.device,
+        device=resolve_device(args.device),
         eval_chars=args.eval_chars,
         out=args.out,
         compile=args.compile,

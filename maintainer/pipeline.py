@@ -10,7 +10,9 @@ nothing is recorded). Seeds that leave out recorded ones are refused unless --re
 so a recorded seed is never dropped silently.
 
 A failing notebook stops the run with its name and cell, and leaves data/baselines.json as it
-was. Executed notebooks are kept in build/pipeline/<mode>-<device class>/ for inspection.
+was. The seed's mini-GPT joins data/ only together with the JSON that vouches for its digest: a
+run that fails or is interrupted before then leaves the old pair. Executed notebooks are kept
+in build/pipeline/<mode>-<device class>/ for inspection.
 
 Time budgets (`budgets_for`): each notebook's wall time is checked against its budget after the
 run. A run over budget still writes data/baselines.json (its measurements are kept, and its
@@ -27,6 +29,7 @@ import logging
 import math
 import os
 import platform
+import shutil
 import statistics
 import sys
 import tempfile
@@ -37,6 +40,8 @@ from pathlib import Path
 
 import torch
 
+from grader.course import TRAINING_NOTEBOOK
+from grader.supervisor import ctrl_c_waits
 from transformer_lab.baselines import device_class, run_key
 from transformer_lab.runtime import (
     BUDGETS,
@@ -58,7 +63,6 @@ EMPTY = {"schema_version": 1, "runs": {}}
 # Wall-time budgets in seconds. Notebook 04 trains every seed inside one execution, so its
 # budget is per seed; every other notebook gets NOTEBOOK_SECONDS on any device. Smoke runs have
 # none. MPS is held to the CPU's budgets.
-TRAINING_NOTEBOOK = "04_training"
 TRAINING_SECONDS_PER_SEED = {("quick", "cpu"): 300, ("full", "cpu"): 3600, "cuda": 120}
 NOTEBOOK_SECONDS = 30
 EXIT_OVER_BUDGET = 3
@@ -81,7 +85,7 @@ class BudgetWarning(UserWarning):
 
 
 def budgets_for(mode: str, device, seeds: list[int], notebooks: list[str]) -> dict[str, float]:
-    """{notebook: seconds}: 04_training 300 s a seed (quick) or 1500 s (full) on a CPU, 120 s a
+    """{notebook: seconds}: 04_training 300 s a seed (quick) or 3,600 s (full) on a CPU, 120 s a
     seed on a CUDA GPU in any mode; every other notebook 30 s; smoke mode: no budgets."""
     if mode == "smoke":
         return {}
@@ -94,13 +98,14 @@ def budgets_for(mode: str, device, seeds: list[int], notebooks: list[str]) -> di
 
 
 def over_budget_message(run: dict, out: Path) -> str:
-    p = run["provenance"]
-    lines = [f"OVER BUDGET: {len(p['over_budget'])} notebook(s) ran past their time budget"]
-    for name in p["over_budget"]:
-        seconds, budget = p["notebook_seconds"][name], p["budgets_seconds"][name]
+    provenance = run["provenance"]
+    over = provenance["over_budget"]
+    lines = [f"OVER BUDGET: {len(over)} notebook(s) ran past their time budget"]
+    for name in over:
+        seconds, budget = provenance["notebook_seconds"][name], provenance["budgets_seconds"][name]
         lines.append(
             f"  {name}: {seconds:.1f} s, budget {budget:g} s "
-            f"({run['mode']} on {p['device']}, {len(p['seeds'])} seed(s))"
+            f"({run['mode']} on {provenance['device']}, {len(provenance['seeds'])} seed(s))"
         )
     lines.append(f"The measurements were written to {out} all the same.")
     return "\n".join(lines)
@@ -113,7 +118,8 @@ def validate(baselines: dict) -> None:
     jsonschema.validate(baselines, json.loads(SCHEMA.read_text(encoding="utf-8")))
 
 
-def provenance(mode: str, seeds: list[int], device: torch.device) -> dict:
+def new_provenance(mode: str, seeds: list[int], device: torch.device) -> dict:
+    """Where, with what and how a run is measured; the run fills in its times."""
     budget = BUDGETS[mode]
     capability = None
     if device.type == "cuda":
@@ -206,37 +212,58 @@ def choose_seeds(baselines: dict, key: str, seeds: list[int] | None, replace: bo
     return list(seeds)
 
 
-def _run_notebooks(sources: list[Path], workdir: Path, parameters: dict, key: str, p: dict):
+def _run_notebooks(
+    sources: list[Path], workdir: Path, parameters: dict, key: str, provenance: dict
+):
     """Execute each notebook, recording its wall time and whether it kept to its budget."""
     start = time.perf_counter()
     for source in sources:
         print(f"[{key}] running {source.stem} ...", flush=True)
         seconds = _execute(source, workdir, parameters)
-        p["notebook_seconds"][source.stem] = round(seconds, 1)
-        budget = p["budgets_seconds"].get(source.stem)
+        provenance["notebook_seconds"][source.stem] = round(seconds, 1)
+        budget = provenance["budgets_seconds"].get(source.stem)
         limit = ""
         if budget is not None:
             limit = f" (budget {budget:g} s{', OVER' if seconds > budget else ''})"
         print(f"[{key}] {source.stem} done in {seconds:.0f} s{limit}", flush=True)
         if budget is not None and seconds > budget:
-            p["over_budget"].append(source.stem)
-    p["total_seconds"] = round(time.perf_counter() - start, 1)
+            provenance["over_budget"].append(source.stem)
+    provenance["total_seconds"] = round(time.perf_counter() - start, 1)
 
 
-def _keep_model(trained: Path, out: Path, key: str, seed: int, p: dict) -> None:
-    """The seed's mini-GPT travels with the course beside `out`, for notebooks 05 and 06."""
-    if trained.is_file():
-        model_file = out.parent / f"mini_gpt-{key.replace('/', '-')}.pt"
-        os.replace(trained, model_file)
-        p["model"] = {"file": model_file.name, "sha256": sha256(model_file), "seed": seed}
+def _model_record(trained: Path, key: str, seed: int, provenance: dict) -> str | None:
+    """Record the seed's mini-GPT, which travels with the course beside `out` for notebooks 05
+    and 06; return its file name there. Nothing is written yet."""
+    if not trained.is_file():
+        return None
+    name = f"mini_gpt-{key.replace('/', '-')}.pt"
+    provenance["model"] = {"file": name, "sha256": sha256(trained), "seed": seed}
+    return name
 
 
-def _write_atomically(baselines: dict, out: Path) -> None:
-    """A reader sees the old file or the new one, never half of one."""
-    with tempfile.NamedTemporaryFile("w", dir=out.parent, suffix=".tmp", delete=False) as tmp:
-        json.dump(baselines, tmp, indent=2)
-        tmp.write("\n")
-    os.replace(tmp.name, out)
+def _write_atomically(baselines: dict, out: Path, files: dict[Path, Path] | None = None) -> None:
+    """Write `out` and copy `files` ({source: destination}) beside it, so that a reader sees the
+    old set or the new one, never half a file nor a new model with the old JSON. Everything is
+    staged in temporary files in the destination folder, then renamed into place, `out` last,
+    with Ctrl-C held back between the renames."""
+    staged = []
+    try:
+        for source, target in (files or {}).items():
+            with tempfile.NamedTemporaryFile(dir=target.parent, suffix=".tmp", delete=False) as tmp:
+                staged.append((Path(tmp.name), target))
+                with source.open("rb") as data:
+                    shutil.copyfileobj(data, tmp)
+            shutil.copymode(source, tmp.name)  # not the temporary file's owner-only mode
+        with tempfile.NamedTemporaryFile("w", dir=out.parent, suffix=".tmp", delete=False) as tmp:
+            staged.append((Path(tmp.name), out))
+            json.dump(baselines, tmp, indent=2)
+            tmp.write("\n")
+        with ctrl_c_waits():
+            for tmp_path, target in staged:
+                os.replace(tmp_path, target)
+    finally:
+        for tmp_path, _ in staged:  # gone once renamed; left over only after a failure
+            tmp_path.unlink(missing_ok=True)
 
 
 def _read(out: Path) -> dict:
@@ -274,22 +301,22 @@ def run_pipeline(
     for stale in (results_path, trained):
         stale.unlink(missing_ok=True)
     run = {"mode": mode, "device_class": device_class(device)}
-    p = run["provenance"] = provenance(mode, seeds, device)
+    provenance = run["provenance"] = new_provenance(mode, seeds, device)
     sources = list(sources or notebook_build.sources())
     if budgets is None:
         budgets = budgets_for(mode, device, seeds, [s.stem for s in sources])
-    p["budgets_seconds"] = {s.stem: budgets[s.stem] for s in sources if s.stem in budgets}
+    provenance["budgets_seconds"] = {s.stem: budgets[s.stem] for s in sources if s.stem in budgets}
     # SEED: the seed a student's run trains (04); SEEDS and RESULTS go to the maintainer cells.
     parameters = {"MODE": mode, "DEVICE": str(device), "SEED": seeds[0], "SEEDS": seeds}
-    _run_notebooks(sources, workdir, parameters | {"RESULTS": str(results_path)}, key, p)
+    _run_notebooks(sources, workdir, parameters | {"RESULTS": str(results_path)}, key, provenance)
     results = json.loads(results_path.read_text()) if results_path.is_file() else {}
     run["results"] = results | {"rows": summarise_seeds(results.get("rows", {}))}
-    _keep_model(trained, out, key, seeds[0], p)
+    model = _model_record(trained, key, seeds[0], provenance)
     baselines = _read(out)
     baselines["runs"] = dict(sorted({**baselines["runs"], key: run}.items()))
-    validate(baselines)
-    _write_atomically(baselines, out)
-    if p["over_budget"]:
+    validate(baselines)  # before anything in out's folder changes
+    _write_atomically(baselines, out, {trained: out.parent / model} if model else None)
+    if provenance["over_budget"]:
         message = over_budget_message(run, out)
         if not ignore_budgets:
             raise BudgetExceeded(message, run)
@@ -334,12 +361,13 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(EXIT_OVER_BUDGET)
     except PipelineError as err:
         sys.exit(f"regenerate-baselines stopped: {err}")
-    p = run["provenance"]
-    print(f"wrote {args.out}: {run['mode']}/{run['device_class']} in {p['total_seconds']:.0f} s")
-    for name, seconds in p["notebook_seconds"].items():
-        budget = p["budgets_seconds"].get(name)
+    provenance = run["provenance"]
+    total = provenance["total_seconds"]
+    print(f"wrote {args.out}: {run['mode']}/{run['device_class']} in {total:.0f} s")
+    for name, seconds in provenance["notebook_seconds"].items():
+        budget = provenance["budgets_seconds"].get(name)
         limit = f"   budget {budget:g} s" if budget is not None else ""
-        over = "  OVER BUDGET" if name in p["over_budget"] else ""
+        over = "  OVER BUDGET" if name in provenance["over_budget"] else ""
         print(f"  {name:<16} {seconds:>7.1f} s{limit}{over}")
 
 

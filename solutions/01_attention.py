@@ -47,31 +47,40 @@ DEVICE, BUDGET = tl.start_notebook(MODE, DEVICE)
 # $$h_t^{(0)} = e_{w_t} + p_t, \qquad H^{(\ell)} = \mathrm{Block}_\ell(H^{(\ell-1)}), \qquad
 #   z_t = W_o\,\mathrm{LN}(h_t^{(n_\ell)}) + b_o .$$
 #
-# Print its pieces and read them top to bottom: `MultiHeadAttention` (Equation 7),
-# `FeedForward` (Equation 10), `Block` (Equation 12) and `MiniGPT` (Equation 14).
+# The next cell prints the lab's configuration, then the model itself: every layer in the order
+# the data meets it, with its shape and whether it has a bias (`bias=True`). The four blocks
+# are identical, so PyTorch prints one and says `4 x Block`. Read it top to bottom:
+# `MultiHeadAttention` (Equation 7), `FeedForward` (Equation 10), `Block` (Equation 12) and
+# `MiniGPT` (Equation 14). Last come the lines of `MultiHeadAttention.forward` that cut the
+# queries, keys and values into heads.
 
 # %%
 model = tl.MiniGPT()
-print(model.config)
-print(inspect.getsource(tl.MultiHeadAttention.forward))
+print(model.config, end="\n\n")
+print(model, end="\n\n")
+forward = inspect.getsource(tl.MultiHeadAttention.forward).splitlines()
+start = next(i for i, line in enumerate(forward) if "def split" in line)
+print("\n".join(forward[start : start + 4]))  # split, and the Q, K, V it makes
 
 # %% [markdown]
 # Fill in `read_the_model` below so that it returns two answers:
 #
 # 1. `n_parameters`: the number of parameters of the lab's configuration
 #    (`d_model` 128, `n_heads` 4, `n_layers` 4, `T_max` 128, 65 characters), **worked out by
-#    hand** from the layer shapes, as a sum you could defend. Do not call `count_parameters`.
-#    The LayerNorms and the feed-forward layer are counted for you; add the attention
-#    projections, the two embedding tables and the output layer.
+#    hand** from the layer shapes printed above, as a sum you could defend. Do not call
+#    `count_parameters`. The stub gives you the size of one LayerNorm (`layer_norm`) and of one
+#    feed-forward layer (`feed_forward`); using them is yours: each block has two LayerNorms,
+#    and the model a final one, `ln_f`, before the output layer. Add the attention projections,
+#    the two embedding tables and the output layer.
 # 2. `attention_input_shape`: the shape of `Q` when `MultiHeadAttention` calls the attention
 #    function, as a tuple of names taken from `"B"`, `"T"`, `"n_heads"`, `"d_k"`, `"d_model"`.
 #
 # <details><summary>Hint</summary>
 #
-# In a block, `W_Q`, `W_K` and `W_V` have no bias and `W_proj` has one. The token table has a
-# row per character, the position table a row per position up to `T_max`; the output layer
-# `W_o` maps `d_model` to the 65 characters, with a bias. For the shape, look at `split` in the
-# source printed above.
+# A `Linear(in_features=a, out_features=b, bias=True)` holds $a \times b$ weights and $b$
+# biases; with `bias=False`, only the weights. In a block, `W_Q`, `W_K` and `W_V` have no bias
+# and `proj` ($W_{\mathrm{proj}}$) has one. An `Embedding(n, d)` is a table of $n \times d$. Count
+# `ln_f` too. For the shape, look at `split` printed above.
 #
 # </details>
 
@@ -147,6 +156,10 @@ check.exercise_0(read_the_model)
 #   "query $t$ may read key $i$". Forbidden scores become $-\infty$ *before* the softmax, so their
 #   weights are exactly 0 (notebook 02 builds the causal mask that uses this).
 # - Return the pair `(V_bar, A)`, and leave the caller's tensors unchanged.
+#
+# **Not allowed here:** the package's `tl.scaled_dot_product_attention`, PyTorch's
+# `F.scaled_dot_product_attention` and `nn.MultiheadAttention` may not do this exercise's work.
+# The checkpoint watches the calls your code makes, so an alias or a saved reference fails too.
 
 # %% [markdown]
 # <details><summary>Hint</summary>
@@ -258,7 +271,10 @@ for d_k in ROW_D_K:
 
 # %% [markdown]
 # Without the scaling the spread of the scores grows as $\sqrt{d_k}$ and the row tends to
-# collapse onto one key as $d_k$ grows (the averages above say how often); a one-hot softmax passes almost no gradient, since
+# collapse onto one key as $d_k$ grows. The numbers above measure how peaked a row is on
+# average: the mean of its largest weight, which is 1 for a one-hot row and 0.1 for an even
+# spread over the 10 keys. They do not count how many rows collapse. A one-hot softmax passes
+# almost no gradient, since
 # $\partial\alpha_{t,i}/\partial\,\mathrm{score}_j = \alpha_{t,i}(\mathbb 1[i=j]-\alpha_{t,j})$
 # is near 0 when every weight is near 0 or 1. With the scaling the row keeps the same moderate
 # shape at every $d_k$. These are random vectors: a picture of the first training step only.

@@ -83,6 +83,10 @@ print(f"weight that position 0 puts on the four positions after it: {A[0, 1:].su
 # Write `causal_mask(T)`: a tensor of shape `(T, T)` and dtype `torch.bool` whose entry
 # `[t, i]` is `True` when $i \le t$. Rows are queries, columns are keys.
 #
+# **Not allowed here:** the package's `tl.causal_mask` and PyTorch's
+# `nn.Transformer.generate_square_subsequent_mask`.
+# The checkpoint watches the calls your code makes, so an alias or a saved reference fails too.
+#
 # The checkpoint compares your mask with the reference for several $T$, then runs the **leak
 # test** on one attention step with your mask: every weight above the diagonal must be exactly
 # 0, and changing a later position's input must leave every earlier output exactly unchanged.

@@ -76,6 +76,9 @@ check.order_blindness(first, second)
 #   $t$ is row $t$ of `pos_emb` for $t = 0, \dots, T-1$;
 # - return $h^{(0)}$ of shape `(B, T, d_model)`.
 #
+# **Not allowed here:** the package's `tl.embed_with_positions`.
+# The checkpoint watches the calls your code makes, so an alias or a saved reference fails too.
+#
 # <details><summary>Hint</summary>
 #
 # `tok_emb(idx)` is `(B, T, d_model)`. The positions are `torch.arange(T)`, and `pos_emb` of

@@ -24,6 +24,7 @@ RESULTS = None  # and a JSON path that collects the measurements
 MODE = "auto"  # auto | full | quick | smoke | grade: how much compute the notebook spends
 DEVICE = "auto"  # auto | cpu | cuda | mps
 SEED = 0  # the training seed: change it to see how much one run differs from another
+USE_DRIVE = None  # on Colab, copy your model to Google Drive? None: ask; True: yes; False: no
 
 # %%
 import math
@@ -35,7 +36,7 @@ from IPython.display import Markdown, display
 import transformer_lab as tl
 from checkpoints import training as check
 from checkpoints.leak import model_leak_test
-from transformer_lab.baselines import after_the_lab, lab3_lstm_row
+from transformer_lab.baselines import after_the_lab, lab3_lstm_row, lecture_comparison
 from transformer_lab.report import ResultRow, results_markdown
 from transformer_lab.saving import save_gpt
 
@@ -287,12 +288,17 @@ if RESULTS is not None and BUDGET.name == "full":
     record(RESULTS, {"rows": {"lstm_lab3": lab3_row.as_dict()}})
 
 # %% [markdown]
-# Notebooks 05 and 06 look inside this model. Save it beside the notebook: in this runtime they
-# use it; in a fresh one they use the mini-GPT the course recorded.
+# Notebooks 05 and 06 look inside this model. The next cell saves it beside this notebook, which
+# is enough where the notebooks share a folder (a local Jupyter). On Colab every notebook runs on
+# a machine of its own and this file is gone with this runtime, so the cell also offers to copy
+# it into your Google Drive (`MyDrive/transformer-lab/`), where 05 and 06 look first; it asks
+# before mounting the Drive, unless `USE_DRIVE` at the top says already. Without your model, 05
+# and 06 use the mini-GPT the course recorded, and say so.
 
 # %%
 path = save_gpt(gpt, budget=BUDGET.name, seed=SEED, test_nats=gpt_row.nats)
 print(f"saved to {path}")
+print(tl.save_to_drive(path, USE_DRIVE))
 
 # %% [markdown]
 # ## After the lab: what the course measured
@@ -300,11 +306,17 @@ print(f"saved to {path}")
 # Run this after you have written your prediction. The numbers come from
 # `data/baselines.json`, measured by the course's pipeline at the stated budget, device and
 # seeds; your own row above is one more measurement beside them.
+#
+# The lecture's "After the Lab" reads a table of its own run. Under the table below, its reading
+# is set against this course's recorded runs point by point (which model is ahead and by how
+# much, how far the LSTM moved when retrained, the ratio of training times, and how many seeds
+# stand behind each), computed from the same file, and the last line says where the two differ.
 
 # %%
 display(
     Markdown(after_the_lab(BUDGET.name, DEVICE, gpt_nats=gpt_row.nats, lstm_nats=lstm_row.nats))
 )
+display(Markdown(lecture_comparison(DEVICE)))
 
 # %% [markdown]
 # ### Check yourself

@@ -21,6 +21,7 @@ RESULTS = None  # and a JSON path that collects the measurements
 # %% tags=["parameters"]
 MODE = "auto"  # auto | full | quick | smoke | grade: how much compute the notebook spends
 DEVICE = "auto"  # auto | cpu | cuda | mps
+USE_DRIVE = None  # on Colab, look for your model in Google Drive? None: ask; True: yes; False: no
 
 # %%
 import matplotlib.pyplot as plt
@@ -29,22 +30,28 @@ from matplotlib.patches import Rectangle
 
 import transformer_lab as tl
 from checkpoints import heads as check
-from transformer_lab.baselines import recorded_distances
+from transformer_lab.baselines import recorded_distances, run_key
 
 DEVICE, BUDGET = tl.start_notebook(MODE, DEVICE)
 
 # %% [markdown]
 # ## The model you are looking at
 #
-# Notebook 04 saves its trained model as `mini_gpt.pt` beside the notebook. If you ran it in
-# this runtime, the next cell loads that model. In a fresh runtime (every Colab notebook gets
-# its own) it loads the mini-GPT the course trained and recorded with its baselines, nearest
-# to your budget and device. It prints which one you are looking at: every number below
-# belongs to that model and its budget, not to "the transformer" in general.
+# The next cell looks for the model you trained in notebook 04, in this order:
+#
+# 1. on Colab, in your Google Drive (`MyDrive/transformer-lab/mini_gpt.pt`, where 04 offers to
+#    copy it): it asks before mounting the Drive, unless `USE_DRIVE` at the top says already;
+# 2. beside this notebook (`mini_gpt.pt`), where 04 saves it: a local Jupyter, or 04 run in
+#    this same runtime;
+# 3. otherwise the mini-GPT the course trained and recorded with its baselines, from the
+#    recorded run nearest to your budget and device.
+#
+# It prints which model you are looking at and, for a recorded one, which run and why that run:
+# every number below belongs to that model and its budget, not to "the transformer" in general.
 
 # %%
 corpus = tl.load_corpus(DEVICE)
-model, info, origin = tl.load_trained_gpt(BUDGET.name, DEVICE)
+model, info, run, origin = tl.load_trained_gpt(BUDGET.name, DEVICE, use_drive=USE_DRIVE)
 budget = tl.BUDGETS.get(info.get("budget"))
 described = (
     f"{budget.name} budget (batch {budget.batch_size} x {budget.steps:,} steps)"
@@ -55,12 +62,13 @@ losses = [
     f"{k.removesuffix('_nats')} loss {v:.3f} nats" for k, v in info.items() if k.endswith("_nats")
 ]
 facts = [described, f"seed {info.get('seed', '?')}", *losses]
-print(f"Looking at {origin}: " + ", ".join(facts) + ".")
+print(f"Looking at {origin}.")
+print("That model: " + ", ".join(facts) + ".")
 if budget and budget.name in ("smoke", "grade") and BUDGET.name in ("quick", "full"):
     print(
         f"Warning: this model trained for only {budget.steps} steps, so its heads are close to "
-        f"their random start. Run notebook 04 at the {BUDGET.name} budget first, or delete "
-        f"{tl.TRAINED_GPT} and rerun this cell to use the recorded model."
+        f"their random start. Run notebook 04 at the {BUDGET.name} budget first, or, to use the "
+        f"recorded model, move that {tl.TRAINED_GPT} away (see above) and rerun this cell."
     )
 
 # %% [markdown]
@@ -164,12 +172,14 @@ record(RESULTS, {"mean_attention_distance": distances.tolist()})
 
 # %% [markdown]
 # Layers and heads are numbered from 1 here, as in the lecture; in code, layer 1 is index 0.
-# For comparison, the distances the course recorded for this budget and device class, or the
-# nearest recorded run (from `data/baselines.json`); yours depend on the model, the budget and
-# the seed.
+#
+# Distances belong to one model: they change with the budget, the seed and the machine. So the
+# next cell shows recorded distances only when you are looking at a recorded model, and then
+# those of that model's own run (from `data/baselines.json`), saying which run it is and why.
+# For your own model nothing recorded belongs beside it: the table above is its measurement.
 
 # %%
-print(recorded_distances(BUDGET.name, DEVICE))
+print(recorded_distances(run, run_key(BUDGET.name, DEVICE)))
 
 # %% [markdown]
 # ## The weights of the first and the last layer

@@ -19,6 +19,7 @@
 # %% tags=["parameters"]
 MODE = "auto"  # auto | full | quick | smoke | grade: how much compute the notebook spends
 DEVICE = "auto"  # auto | cpu | cuda | mps
+USE_DRIVE = None  # on Colab, look for your model in Google Drive? None: ask; True: yes; False: no
 
 # %%
 import time
@@ -60,6 +61,11 @@ DEVICE, BUDGET = tl.start_notebook(MODE, DEVICE)
 # functions of notebooks 01 and 02 do (to use yours instead, paste them into a cell above).
 # `__init__` is given: keep it as it is, so that the checkpoint can copy the package's weights
 # into your layer by name.
+#
+# **Not allowed here:** the package's `tl.MultiHeadAttention` (its class or its `forward` called
+# on your layer) and PyTorch's `nn.MultiheadAttention`; the attention functions above stay
+# allowed.
+# The checkpoint watches the calls your code makes, so an alias or a saved reference fails too.
 
 # %% [markdown]
 # <details><summary>Hint</summary>
@@ -126,6 +132,10 @@ check.challenge_a_hidden(MyMultiHeadAttention)
 # `self.ffn` is the package's `FeedForward` (Equation 10, dropout included). The checkpoint runs
 # your block on the **package's** attention layer, with the same weights, so that only the block
 # is graded here; the cell after it runs both of yours together.
+#
+# **Not allowed here:** the package's `tl.Block` (its class or its `forward` called on your
+# block).
+# The checkpoint watches the calls your code makes, so an alias or a saved reference fails too.
 
 # %% [markdown]
 # <details><summary>Hint</summary>
@@ -169,14 +179,16 @@ check.challenge_b_hidden(MyBlock)
 # The class below is Equation 14 around **your** blocks: it borrows the embeddings, the final
 # LayerNorm and the output layer $W_o$ of a `MiniGPT` and replaces its four blocks with
 # `MyBlock`s, each holding your attention layer, with the weights copied over. The weights are
-# those of a trained mini-GPT: the one notebook 04 saved in this runtime if there is one,
-# otherwise the one the course recorded; the cell says which.
+# those of a trained mini-GPT: yours from notebook 04 if it can be found (on Colab in your Google
+# Drive, `MyDrive/transformer-lab/`, asking before mounting it unless `USE_DRIVE` says already;
+# else beside this notebook), otherwise the one the course recorded. The cell says which, and
+# for a recorded model which run and why.
 #
 # The check compares the logits with the package's model and runs the leak test of notebook 03
 # on yours.
 
 # %%
-gpt, info, origin = tl.load_trained_gpt(BUDGET.name, DEVICE)
+gpt, info, run, origin = tl.load_trained_gpt(BUDGET.name, DEVICE, use_drive=USE_DRIVE)
 print(f"Using {origin}.")
 
 

@@ -69,7 +69,7 @@ MUTANTS = {
         EX1,
         attention(mask='scores = scores + (~allowed).float() * float("-inf")'),
         "0 * (-inf)",
-        "ex1.nan_output",
+        "ex1.not_finite",
     ),
     "in-place change of Q": (
         EX1,
@@ -82,13 +82,13 @@ MUTANTS = {
         return A @ V, A
         """,
         "in place",
-        "ex1.modified_inputs",
+        "ex1.modified_input",
     ),
     "K.T with leading dims": (
         EX1,
         attention(scores="Q @ K.T / math.sqrt(d_k)"),
         "K.transpose(-2, -1)",
-        "ex1.raised",
+        "ex1.shapes_do_not_match",
     ),
     "returns A only": (
         EX1,

@@ -3,6 +3,7 @@ its diagnosis and its mistake code; each correct variant passes it; the leak tes
 after the softmax. Rows: (injected code, diagnosis, mistake code)."""
 
 import pytest
+import torch
 from notebook_harness import run_exercise
 
 import transformer_lab as tl
@@ -106,7 +107,6 @@ CORRECT = {
             full = causal_mask.full = torch.ones(512, 512, dtype=torch.bool).tril()
         return full[:T, :T].clone()
         """,
-    "package function": "return tl.causal_mask(T)",
 }
 
 
@@ -134,6 +134,10 @@ def test_solution_passes_and_stub_is_not_done(capsys):
     assert failure.value.code.endswith(".not_done"), str(failure.value)
 
 
+def lower_triangle(T):
+    return torch.ones(T, T, dtype=torch.bool).tril()
+
+
 def softmax_then_zero(Q, K, V, allowed):
     A = (Q @ K.transpose(-2, -1) / Q.shape[-1] ** 0.5).softmax(-1) * allowed
     return A @ V, A
@@ -152,10 +156,10 @@ def unmasked(Q, K, V, allowed):
 )
 def test_leak_test_catches_leaky_attention(attention, diagnosis, expected_code):
     with pytest.raises(CheckFailed, match=diagnosis) as failure:
-        check.attention_leak_test(tl.causal_mask, attention=attention)
+        check.attention_leak_test(lower_triangle, attention=attention)
     assert failure.value.code == expected_code, str(failure.value)
 
 
 def test_leak_test_passes_on_the_reference(capsys):
-    assert check.attention_leak_test(tl.causal_mask) == 0.0
+    assert check.attention_leak_test(lower_triangle) == 0.0
     assert capsys.readouterr().out.startswith("✅")

@@ -98,7 +98,6 @@ CORRECT = {
     "positions as a (1, T) batch": (
         "return tok_emb(idx) + pos_emb(torch.arange(idx.shape[1])[None, :])"
     ),
-    "package function": "return tl.embed_with_positions(idx, tok_emb, pos_emb)",
 }
 
 

@@ -101,7 +101,7 @@ MUTANTS = {
     "changes A in place": (
         OFFSETS + "A *= offsets\nreturn A.sum(dim=-1).mean(dim=-1)\n",
         "in place",
-        "ex5.modified_inputs",
+        "ex5.modified_input",
     ),
 }
 

@@ -117,8 +117,8 @@ MUTANTS_A = {
     ),
     "returns the weights averaged over heads": (
         mha(output="self.drop(self.proj(V_bar)), A.mean(1)"),
-        "the second value should be A",
-        "exa.wrong_weights_shape",
+        "averaged over the heads",
+        "exa.weights_averaged_over_heads",
     ),
 }
 
@@ -202,7 +202,7 @@ MUTANTS_B = {
     ),
     "attention pair not unpacked": (
         block("H = H + self.attn(self.ln1(H))", PRE_NORM_FFN),
-        "unpack it",
+        "Unpack it first",
         "exb.pair_not_unpacked",
     ),
     "returns a pair": (

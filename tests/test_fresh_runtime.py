@@ -2,7 +2,11 @@
 bottom alone, as in a fresh Colab runtime. An empty working folder, a fresh HOME and kernel, a
 stand-in `google.colab` module imported at kernel start (as Colab does), and the setup cell
 cloning the course at its pinned ref and pip-installing it, from a local copy of this checkout
-instead of GitHub. No notebook may need a file that another one wrote."""
+instead of GitHub. No notebook may need a file that another one wrote.
+
+The student's own model travels as on Colab, through their Google Drive: the stand-in's
+`google.colab.drive.mount(path)` links a folder that outlives every runtime (the student's Drive)
+at `path`, so that 05 and 06, each on a machine of its own, find what 04 saved there."""
 
 from __future__ import annotations
 
@@ -64,6 +68,18 @@ def solved_workshop(path: Path, config: dict) -> nbformat.NotebookNode:
     return nb
 
 
+STANDIN_DRIVE = '''"""Stand-in for Colab's Drive: the student's Drive is $STANDIN_DRIVE."""
+import os
+
+
+def mount(mountpoint, force_remount=False, timeout_ms=120000, readonly=False):
+    storage = os.environ["STANDIN_DRIVE"]  # unset: as if the student refused the sign-in
+    os.makedirs(os.path.join(storage, "MyDrive"), exist_ok=True)
+    os.makedirs(os.path.dirname(mountpoint), exist_ok=True)
+    os.symlink(storage, mountpoint)
+'''
+
+
 def fresh_runtime(tmp_path: Path) -> dict[str, str]:
     """HOME, PYTHONPATH and pip settings of a fresh runtime: the course installs into its own
     folder, not into the environment that runs the tests."""
@@ -74,6 +90,7 @@ def fresh_runtime(tmp_path: Path) -> dict[str, str]:
     (standin / "google" / "colab").mkdir(parents=True)
     (standin / "google" / "__init__.py").write_text("")
     (standin / "google" / "colab" / "__init__.py").write_text('"""Stand-in for Colab."""\n')
+    (standin / "google" / "colab" / "drive.py").write_text(STANDIN_DRIVE)
     site.mkdir()
     return {
         "PATH": os.environ["PATH"],
@@ -84,33 +101,80 @@ def fresh_runtime(tmp_path: Path) -> dict[str, str]:
         "PIP_NO_BUILD_ISOLATION": "0",
         "PIP_QUIET": "1",
         "TRANSFORMER_LAB_DATA": os.environ["TRANSFORMER_LAB_DATA"],
+        # Colab mounts the Drive at /content/drive; this runtime's own place stands in for it.
+        "TRANSFORMER_LAB_DRIVE": str(tmp_path / "mnt" / "drive"),
         "MPLBACKEND": "Agg",
         "OMP_NUM_THREADS": "2",
         "LANG": "C.UTF-8",
     }
 
 
-@pytest.mark.parametrize("path", notebook_build.sources(), ids=lambda p: p.stem)
-def test_each_notebook_runs_alone_in_a_fresh_runtime(path, course_repository, tmp_path):
-    config = {"repository": course_repository.as_uri(), "ref": REF}
+def run_alone(
+    path: Path, repository: Path, tmp_path: Path, env: dict | None = None, parameters=()
+) -> tuple[Path, dict[str, str]]:
+    """Run the solved workshop notebook `path` in a fresh runtime under `tmp_path`, in smoke
+    mode; the executed notebook and the runtime's environment."""
+    config = {"repository": repository.as_uri(), "ref": REF}
     nb = solved_workshop(path, config)
     nb.cells.append(nbformat.v4.new_code_cell(WHERE))
     content = tmp_path / "content"  # Colab's empty working folder
-    content.mkdir()
+    content.mkdir(parents=True)
     notebook = content / f"{path.stem}.ipynb"
     nbformat.write(nb, notebook)
-    env = fresh_runtime(tmp_path)
+    env = fresh_runtime(tmp_path) | (env or {})
     done = subprocess.run(
         [sys.executable, "-m", "papermill", notebook, notebook, "-p", "MODE", "smoke"]
-        + ["--cwd", content, "-k", "python3", "--no-progress-bar"],
+        + [*parameters, "--cwd", content, "-k", "python3", "--no-progress-bar"],
         env=env,
         capture_output=True,
         text=True,
         timeout=600,
     )
     assert done.returncode == 0, done.stderr[-3000:]
+    return notebook, env
+
+
+def printed(notebook: Path) -> str:
+    """Everything the notebook's cells printed, in order."""
+    cells = nbformat.read(notebook, 4).cells
+    return "".join(o.get("text", "") for c in cells if c.cell_type == "code" for o in c.outputs)
+
+
+@pytest.mark.parametrize("path", notebook_build.sources(), ids=lambda p: p.stem)
+def test_each_notebook_runs_alone_in_a_fresh_runtime(path, course_repository, tmp_path):
+    notebook, env = run_alone(path, course_repository, tmp_path)
+    content = notebook.parent
     clone = Path(env["HOME"]) / "transformer-lab"
     assert (clone / "notebooks").is_dir()  # the setup cell cloned the course
-    printed = nbformat.read(notebook, 4).cells[-1].outputs[0]["text"]
-    assert env["PIP_TARGET"] in printed  # and the notebook ran on the course it installed
+    last = nbformat.read(notebook, 4).cells[-1].outputs[0]["text"]
+    assert env["PIP_TARGET"] in last  # and the notebook ran on the course it installed
     assert sorted(p.name for p in content.iterdir()) == [notebook.name]  # nothing left behind
+    # Nobody can answer papermill's kernel, so no notebook mounted the Drive on its own.
+    assert not Path(env["TRANSFORMER_LAB_DRIVE"]).exists()
+
+
+def test_the_model_04_trained_reaches_05_and_06_through_the_drive(course_repository, tmp_path):
+    storage = tmp_path / "google-drive"  # the student's Drive: it outlives every runtime
+    sources = {p.stem: p for p in notebook_build.sources()}
+    said, envs = {}, {}
+    for name in ("04_training", "05_heads", "06_stretch"):  # each on a machine of its own
+        notebook, envs[name] = run_alone(
+            sources[name],
+            course_repository,
+            tmp_path / name,
+            {"STANDIN_DRIVE": str(storage)},
+            ["-p", "USE_DRIVE", "True"],  # the student's yes, given in advance
+        )
+        said[name] = printed(notebook)
+    in_drive = storage / "MyDrive" / "transformer-lab" / "mini_gpt.pt"
+    trained = Path(envs["04_training"]["HOME"]) / "transformer-lab" / "notebooks" / "mini_gpt.pt"
+    assert in_drive.read_bytes() == trained.read_bytes()  # 04 copied what it trained
+    assert "Saved a copy to your Google Drive" in said["04_training"]
+    for name in ("05_heads", "06_stretch"):
+        clone = Path(envs[name]["HOME"]) / "transformer-lab" / "notebooks"
+        assert not (clone / "mini_gpt.pt").exists()  # nothing of 04's beside them
+        mine = "the mini-GPT you trained in notebook 04 (smoke budget), from your Google Drive"
+        assert mine in said[name], said[name][-2000:]
+    # 05 sets nothing recorded beside the student's own model: only its own distances.
+    assert "You are looking at your own model" in said["05_heads"]
+    assert "Recorded for run" not in said["05_heads"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import csv
+import inspect
 import json
 import os
 import sqlite3
@@ -19,6 +20,7 @@ from grader import collect, preflight, sandbox
 from grader.autograde import autograde
 from grader.course import release_notebook
 from maintainer.notebook_build import SOLUTION_MARKERS
+from transformer_lab import attention as tl_attention
 
 if sandbox.problem() and not os.environ.get("CI"):  # CI installs bubblewrap: there it must work
     pytest.skip(f"bubblewrap {sandbox.problem()}", allow_module_level=True)
@@ -61,6 +63,21 @@ def scaled_dot_product_attention(Q, K, V, allowed=None):
     return torch.zeros(shape).as_subclass(Anything), torch.zeros(Q.shape[:-1] + K.shape[-2:-1])
 """
 PATCHED_ALLCLOSE = "torch.allclose = lambda *args, **kwargs: True\n\n" + WRONG_ATTENTION
+# Hands the work to the package: the check's watch fails it, here as in the notebook.
+DELEGATED_ATTENTION = """from transformer_lab.attention import scaled_dot_product_attention as ready
+
+
+def scaled_dot_product_attention(Q, K, V, allowed=None):
+    return ready(Q, K, V, allowed)
+"""
+# The package's own source pasted into the cell: right, so full marks, but flagged for review.
+COPIED_ATTENTION = "\n\n".join(
+    [
+        "EMPTY_ROW_POLICIES = ('error', 'zero')",
+        inspect.getsource(tl_attention._check_inputs),
+        inspect.getsource(tl_attention.scaled_dot_product_attention),
+    ]
+)
 SNOOP = """import os
 import pathlib
 
@@ -211,6 +228,8 @@ def fabricate(course: Path, folder: Path) -> None:
     write(folder / "warns" / "01_attention.ipynb", warns)
     write(folder / "allclose" / "01_attention.ipynb", with_attention(course, PATCHED_ALLCLOSE))
     write(folder / "alwayseq" / "01_attention.ipynb", with_attention(course, ALWAYS_EQUAL))
+    write(folder / "delegate" / "01_attention.ipynb", with_attention(course, DELEGATED_ATTENTION))
+    write(folder / "copycat" / "01_attention.ipynb", with_attention(course, COPIED_ATTENTION))
     snoop = perfect(course, "01_attention")
     cell = cell_of(snoop, "ex1_attention")
     cell["source"] = SNOOP.replace("@COURSE@", str(course)) + _text(cell)
@@ -251,6 +270,8 @@ EXPECTED = {
     "warns": {"01_attention": (4, 4)},
     "allclose": {"01_attention": (1, 4)},
     "alwayseq": {"01_attention": (1, 4)},
+    "delegate": {"01_attention": (1, 4)},
+    "copycat": {"01_attention": (4, 4)},
     "snoop": {"01_attention": (4, 4)},
     "erin": {"01_attention": (4, 4)},
 }
@@ -295,6 +316,17 @@ def test_nothing_is_a_silent_zero(graded):
     assert any("check missing, restored" in r for r in by["deleted", "01_attention"].repairs)
     assert any("restored to code" in r for r in by["markdown", "01_attention"].repairs)
     assert any("skip" in r for r in by["skiptag", "01_attention"].repairs)
+
+
+def test_delegation_fails_and_copies_and_torch_writes_are_flagged(graded, course):
+    _, outcomes = graded
+    by = {o.student: o for o in outcomes if o.assignment == "01_attention"}
+    executed = course / "autograded" / "delegate" / "01_attention" / "01_attention.ipynb"
+    assert "[ex1.uses_package_attention]" in executed.read_text()
+    assert by["delegate"].flags == []  # an import of the package is no review matter
+    assert any("matches the package's" in flag for flag in by["copycat"].flags)
+    assert any("writes an attribute of torch" in flag for flag in by["allclose"].flags)
+    assert by["perfect"].flags == []
 
 
 def test_a_loop_or_a_hog_fails_its_own_cells_only(graded, course):

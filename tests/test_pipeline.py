@@ -3,6 +3,9 @@ nothing."""
 
 import json
 import math
+import os
+import shutil
+import signal
 from pathlib import Path
 
 import jsonschema
@@ -20,7 +23,7 @@ from maintainer.pipeline import (
     summarise_seeds,
     validate,
 )
-from transformer_lab.saving import sha256
+from transformer_lab.saving import TRAINED_GPT, sha256
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -193,3 +196,68 @@ def test_recorded_seeds_are_kept():
     with pytest.raises(PipelineError, match=r"would drop \[1, 2\].*SEEDS=0,1,2"):
         choose_seeds(recorded, "quick/cpu", [0], replace=False)
     assert choose_seeds(recorded, "quick/cpu", [0], replace=True) == [0]
+
+
+def _training_notebook(tmp_path: Path) -> Path:
+    """A stand-in for notebook 04: it leaves a newly trained model beside itself, no results."""
+    source = tmp_path / "97_trains.py"
+    source.write_text(
+        '# %% [markdown]\n# # Trains\n\n# %% tags=["parameters"]\nMODE = "auto"\n\n'
+        f'# %%\nopen("{TRAINED_GPT}", "wb").write(b"weights the old JSON does not vouch for")\n'
+    )
+    return source
+
+
+def _data_copy(tmp_path: Path) -> Path:
+    """data/ as committed, in tmp_path: it holds a quick/cpu model and the JSON vouching for it."""
+    data = tmp_path / "data"
+    shutil.copytree(ROOT / "data", data)
+    assert (data / "mini_gpt-quick-cpu.pt").is_file()
+    return data
+
+
+def _quick_cpu_run(data: Path, tmp_path: Path) -> dict:
+    return run_pipeline(
+        "quick",
+        None,  # the recorded seeds
+        "cpu",
+        data / "baselines.json",
+        sources=[_training_notebook(tmp_path)],
+        workdir=tmp_path / "work",
+        budgets={},
+    )
+
+
+def test_a_schema_error_leaves_the_model_and_the_json_untouched(tmp_path, monkeypatch):
+    """Notebooks 05 and 06 refuse a model whose digest the JSON beside it does not record: the
+    new model must not reach data/ unless the new JSON does."""
+    data = _data_copy(tmp_path)
+    before = {path.name: sha256(path) for path in data.iterdir()}
+
+    def refuse(baselines):
+        raise jsonschema.ValidationError("refused by the test")
+
+    monkeypatch.setattr(pipeline, "validate", refuse)
+    with pytest.raises(jsonschema.ValidationError, match="refused by the test"):
+        _quick_cpu_run(data, tmp_path)
+    # Same files, same bytes: no model replaced, no temporary file left behind.
+    assert {path.name: sha256(path) for path in data.iterdir()} == before
+
+
+def test_ctrl_c_between_the_renames_still_leaves_a_matching_pair(tmp_path, monkeypatch):
+    data = _data_copy(tmp_path)
+    rename = os.replace
+
+    def rename_then_ctrl_c(source, target):
+        rename(source, target)
+        if Path(target).suffix == ".pt":  # the model is in place, the JSON not yet
+            signal.raise_signal(signal.SIGINT)
+
+    monkeypatch.setattr(pipeline.os, "replace", rename_then_ctrl_c)
+    with pytest.raises(KeyboardInterrupt):  # held back until both renames are done
+        _quick_cpu_run(data, tmp_path)
+    run = json.loads((data / "baselines.json").read_text())["runs"]["quick/cpu"]
+    model = run["provenance"]["model"]
+    assert sha256(data / model["file"]) == model["sha256"]
+    assert (data / model["file"]).read_bytes().startswith(b"weights the old JSON")
+    assert not list(data.glob("*.tmp"))

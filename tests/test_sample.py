@@ -40,6 +40,42 @@ def test_filters_work_on_batches():
     assert out[1].tolist() == approx([0, 0, 0.268941, 0.731059])
 
 
+# 65 logits whose tail is far below float32's resolution next to 1: a float32 running sum
+# reaches 1.0 about 35 candidates in.
+STEEP = torch.linspace(30.0, 0.0, 65)
+# A wide random spread, so that some candidates are lost in the rounding of a float32 sum too.
+SPREAD = torch.randn(400, generator=torch.Generator().manual_seed(1)) * 8
+
+
+def nucleus(logits, top_p):
+    """The ids of the smallest prefix, by descending probability, whose mass reaches top_p."""
+    probs = torch.softmax(logits.double(), dim=-1)
+    order = torch.sort(probs, descending=True, stable=True).indices
+    # The mass left after each prefix, summed from the small end so that tiny tails keep their
+    # precision: a prefix reaches top_p when what it leaves out is at most 1 - top_p.
+    left_out = probs[order].flip(0).cumsum(0).flip(0)[1:].tolist() + [0.0]
+    size = next(n + 1 for n, rest in enumerate(left_out) if rest <= 1 - top_p)
+    return set(order[:size].tolist())
+
+
+def kept_ids(probs):
+    return set(torch.nonzero(probs).flatten().tolist())
+
+
+@pytest.mark.parametrize("logits", [STEEP, SPREAD], ids=["steep", "spread"])
+def test_top_p_one_keeps_every_token(logits):
+    # Failed before the fix: the steep logits kept 35 of 65.
+    out = filter_probs(logits, top_p=1.0)
+    assert kept_ids(out) == set(range(len(logits)))
+    assert torch.equal(out, filter_probs(logits))
+
+
+@pytest.mark.parametrize("top_p", [0.05, 0.3, 0.5, 0.9, 0.99, 1 - 1e-6, 1 - 1e-9, 1.0])
+@pytest.mark.parametrize("logits", [STEEP, SPREAD, LOGITS], ids=["steep", "spread", "module3"])
+def test_top_p_keeps_the_smallest_prefix_that_reaches_it(logits, top_p):
+    assert kept_ids(filter_probs(logits, top_p=top_p)) == nucleus(logits, top_p)
+
+
 @pytest.mark.parametrize(
     "kwargs", [{"temperature": 0}, {"top_k": 0}, {"top_p": 0.0}, {"top_p": 1.5}]
 )

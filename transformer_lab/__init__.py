@@ -26,7 +26,7 @@ from .runtime import (
     start_notebook,
 )
 from .sample import Generation, filter_probs, generate
-from .saving import TRAINED_GPT, load_gpt, load_trained_gpt, save_gpt
+from .saving import TRAINED_GPT, TrainedGPT, load_gpt, load_trained_gpt, save_gpt, save_to_drive
 from .train import DEFAULT_LR, LAB3_RECIPE, TrainHistory, choose_lr, train_lm
 
 __all__ = [
@@ -47,6 +47,7 @@ __all__ = [
     "Score",
     "TRAINED_GPT",
     "TrainHistory",
+    "TrainedGPT",
     "Vocab",
     "budget_for",
     "causal_mask",
@@ -67,6 +68,7 @@ __all__ = [
     "resolve_mode",
     "sample_batch",
     "save_gpt",
+    "save_to_drive",
     "scaled_dot_product_attention",
     "set_seed",
     "start_notebook",

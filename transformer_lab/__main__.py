@@ -21,7 +21,7 @@ from .runtime import (
     budget_for,
     configure_cpu_threads,
     device_name,
-    pick_device,
+    resolve_device,
     set_seed,
 )
 from .train import DEFAULT_LR, choose_lr, train_lm
@@ -51,7 +51,7 @@ def train_command(args: argparse.Namespace) -> None:
         print(HEADER)
         print(row(args.model, None, "counts", "-", time.perf_counter() - start, score))
         return
-    device = pick_device() if args.device == "auto" else args.device
+    device = resolve_device(args.device)
     corpus = load_corpus(device)
     budget = budget_for(args.budget, device)
 

@@ -68,8 +68,11 @@ def scaled_dot_product_attention(
     empty = ~allowed.any(dim=-1, keepdim=True)  # (..., T_q, 1)
     if empty_row == "error" and empty.any():
         raise ValueError(
-            "a query row has no allowed key, so its softmax is undefined (NaN). "
-            "Check the mask; pass empty_row='zero' if such rows are intended, e.g. padding."
+            "a query row has no allowed key, so its softmax is undefined (NaN). The usual cause "
+            "is an inverted mask: `allowed` is True where a query MAY read (the causal mask is "
+            "the lower triangle, diagonal included), the opposite of nn.MultiheadAttention's "
+            "attn_mask, where True means masked out. Only if such rows are intended (padding) "
+            "pass empty_row='zero'."
         )
     # Filling -inf before the softmax gives exact zeros; an empty row would be all -inf and
     # turn into NaN, so it is given finite scores first and its weights zeroed afterwards.

@@ -106,6 +106,11 @@ class MultiHeadAttention(nn.Module):
             offset = cache.length
             K, V = cache.extend(K, V)  # (B, n_heads, offset + T, d_k)
 
+        # Three paths. Training and plain inference: PyTorch's fused kernel, which never stores
+        # the T x T weights. Decoding past a cache's first call: the same kernel with our mask,
+        # because its is_causal aligns the mask to the top-left corner (query t reads keys <= t)
+        # while these queries sit at offset + t. A plugged-in attention (the student's) or a
+        # request for the weights: the explicit form, the only one that returns A.
         if self.attention is None and not need_weights:
             if offset == 0:
                 V_bar = F.scaled_dot_product_attention(Q, K, V, is_causal=True)
@@ -209,6 +214,8 @@ class MiniGPT(nn.Module):
         With a cache, idx holds only the new tokens and the cache grows by T.
         """
         offset = 0 if cache is None else cache[0].length
+        # The student's Equation 8 numbers positions from 0 and takes no offset: tokens decoded
+        # after a cache's first call sit at offset.., so the reference embeds those.
         if self.embed is None or offset:
             H = embed_with_positions(idx, self.tok_emb, self.pos_emb, offset)
         else:

@@ -35,8 +35,10 @@ def filter_probs(
     keep = torch.ones_like(sorted_probs, dtype=torch.bool)
     if top_k is not None:
         keep[..., top_k:] = False
-    if top_p is not None:
-        kept = sorted_probs * keep
+    # top_p = 1 means no nucleus: every candidate stays, with no running sum to round.
+    if top_p is not None and top_p < 1:
+        # float64: in float32 the running sum rounds to 1.0 while the tail still holds mass.
+        kept = sorted_probs.double() * keep
         kept = kept / kept.sum(dim=-1, keepdim=True)
         mass_before = kept.cumsum(dim=-1) - kept  # mass of the better-ranked candidates
         keep &= mass_before < top_p  # so the candidate that crosses top_p stays in

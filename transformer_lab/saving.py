@@ -1,21 +1,34 @@
 """Save a trained model with what it took to make it; load it back.
 
-Notebook 04 saves the mini-GPT it trained beside itself (`mini_gpt.pt`). Notebooks 05 and 06
-use that one when it is there (the same runtime), and otherwise the one the course recorded
-beside data/baselines.json, so that no notebook needs another notebook's files.
+Notebook 04 saves the mini-GPT it trained beside itself (`mini_gpt.pt`) and, on Colab, offers to
+copy it into the student's Google Drive. On Colab every notebook gets a machine of its own, so the
+Drive is the one place where 05 and 06 can find that model again. They look for the student's own
+model there first, then beside the notebook (a local Jupyter, where every notebook shares the
+folder), and only then take the model the course recorded beside data/baselines.json. Whichever it
+is, they are told which run it came from, so that what they show beside it belongs to that run.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
+import os
+import shutil
 from pathlib import Path
+from typing import NamedTuple
 
 import torch
 
 from .model import GPTConfig, MiniGPT
 
 TRAINED_GPT = Path("mini_gpt.pt")  # beside the notebook
+
+# Colab mounts the Drive here; the variable lets tests mount a stand-in somewhere harmless.
+DRIVE_ENV = "TRANSFORMER_LAB_DRIVE"
+DRIVE_MOUNT = "/content/drive"
+# Inside the Drive: one fixed folder, so that 04 writes where 05 and 06 read.
+DRIVE_FOLDER = Path("MyDrive") / "transformer-lab"
+OFF_COLAB = "not on Colab"  # why no Drive was used, where that needs no mention to the student
 
 
 def save_gpt(model: MiniGPT, path: str | Path = TRAINED_GPT, **info) -> Path:
@@ -39,19 +52,143 @@ def sha256(path: str | Path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
-def load_trained_gpt(mode: str, device="cpu") -> tuple[MiniGPT, dict, str]:
-    """The mini-GPT trained in this runtime by notebook 04 if there is one, else the recorded one
-    nearest to this mode and device class; with a sentence that says which it is."""
-    from .baselines import baselines_path, nearest_run, run_key
+# --- Google Drive (Colab only) ------------------------------------------------------------------
 
+
+def drive_mount() -> Path:
+    return Path(os.environ.get(DRIVE_ENV, DRIVE_MOUNT))
+
+
+def drive_gpt() -> Path:
+    """Where the student's own model lives in their Drive, once it is mounted."""
+    return drive_mount() / DRIVE_FOLDER / TRAINED_GPT.name
+
+
+def _colab_drive():
+    """Colab's `drive` module, or None anywhere else: off Colab nothing here touches a Drive."""
+    try:
+        from google.colab import drive
+    except ImportError:
+        return None
+    return drive
+
+
+def _agrees(question: str) -> bool | None:
+    """The student's answer: True for yes, False for no, None where nobody can answer. There
+    (papermill, nbgrader, the pipeline's runs on Colab) the kernel refuses input, and nothing is
+    mounted: Google's sign-in would wait for a click that never comes."""
+    try:
+        answer = input(f"{question} [y/N] ")
+    except (NotImplementedError, EOFError, OSError):  # IPython's StdinNotImplementedError is one
+        return None
+    return answer.strip().lower() in ("y", "yes")
+
+
+def _drive_folder(use_drive: bool | None, question: str, ask_if_mounted: bool):
+    """(the course's folder in the mounted Drive, None) or (None, why there is none).
+
+    use_drive: True mounts without asking, False never uses the Drive, None asks first (and a
+    Drive the student mounted already is used without asking when `ask_if_mounted` is false).
+    """
+    drive = _colab_drive()
+    if drive is None:
+        return None, OFF_COLAB
+    if use_drive is False:
+        return None, "USE_DRIVE is False"
+    mounted = (drive_mount() / DRIVE_FOLDER.parts[0]).is_dir()
+    if use_drive is None and (ask_if_mounted or not mounted):
+        answer = _agrees(question)
+        if answer is None:
+            return None, "nobody was there to allow it (USE_DRIVE = True allows it in advance)"
+        if not answer:
+            return None, "you answered no (USE_DRIVE = True uses it without asking)"
+    if not mounted:
+        try:
+            drive.mount(str(drive_mount()))
+        except Exception as error:  # a refused sign-in, a Drive that does not answer
+            return None, f"your Google Drive could not be mounted ({error})"
+    return drive_mount() / DRIVE_FOLDER, None
+
+
+def save_to_drive(path: str | Path = TRAINED_GPT, use_drive: bool | None = None) -> str:
+    """On Colab, copy the saved model `path` into the student's Drive, asking first unless
+    `use_drive` is True; a sentence that says what happened and what 05 and 06 will use."""
+    folder, why_not = _drive_folder(
+        use_drive,
+        f"Save a copy of {Path(path).name} to your Google Drive ({DRIVE_FOLDER}), so that "
+        "notebooks 05 and 06 can use your model?",
+        ask_if_mounted=True,
+    )
+    if folder is None:
+        if why_not == OFF_COLAB:
+            return f"Notebooks 05 and 06 will find {Path(path).name} beside them, in this folder."
+        return (
+            f"Not saved to your Google Drive: {why_not}. In their own Colab runtimes notebooks 05 "
+            "and 06 will use the course's recorded model instead of yours."
+        )
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / TRAINED_GPT.name
+    shutil.copyfile(path, target)
+    return (
+        f"Saved a copy to your Google Drive: {DRIVE_FOLDER / TRAINED_GPT.name}. Notebooks 05 and "
+        "06 look there first. Drive uploads it in the background: leave this runtime running for "
+        "a minute before you close it."
+    )
+
+
+# --- Which trained model notebooks 05 and 06 look at -------------------------------------------
+
+
+class TrainedGPT(NamedTuple):
+    model: MiniGPT
+    info: dict  # budget, seed, test loss... as saved with the model
+    run: str | None  # the recorded run it comes from ("quick/cpu"); None: the student's own
+    origin: str  # which model this is, and why this one, as a phrase
+
+
+def _own_model(use_drive: bool | None) -> tuple[Path | None, str, str]:
+    """(path, where it was found, '') of the student's own model, or (None, '', why none)."""
+    folder, why_not = _drive_folder(
+        use_drive,
+        f"Look in your Google Drive ({DRIVE_FOLDER}) for the model you trained in notebook 04?",
+        ask_if_mounted=False,
+    )
+    missing = []
+    if folder is not None:
+        if (folder / TRAINED_GPT.name).is_file():
+            return folder / TRAINED_GPT.name, f"from your Google Drive ({DRIVE_FOLDER})", ""
+        missing.append(f"your Google Drive has no {DRIVE_FOLDER / TRAINED_GPT.name}")
+    elif why_not != OFF_COLAB:
+        missing.append(f"your Google Drive was not searched: {why_not}")
     if TRAINED_GPT.is_file():
-        model, info = load_gpt(TRAINED_GPT, device)
-        return model, info, f"the mini-GPT you trained in notebook 04 ({info.get('budget')} budget)"
-    found = nearest_run(mode, device, has=lambda run: "model" in run["provenance"])
+        return TRAINED_GPT, f"saved beside this notebook ({TRAINED_GPT})", ""
+    missing.append(f"no {TRAINED_GPT} from notebook 04 is beside this notebook")
+    return None, "", "; ".join(missing)
+
+
+def load_trained_gpt(mode: str, device="cpu", use_drive: bool | None = None) -> TrainedGPT:
+    """The student's own mini-GPT from notebook 04 (their Google Drive on Colab, then beside the
+    notebook), else the recorded one nearest to this mode and device class, with the run key it
+    comes from and a phrase that says which model it is and why."""
+    from .baselines import baselines_path, load_baselines, nearest_reason, nearest_run, run_key
+
+    path, where, why_not_own = _own_model(use_drive)
+    if path is not None:
+        model, info = load_gpt(path, device)
+        budget = info.get("budget")
+        return TrainedGPT(
+            model, info, None, f"the mini-GPT you trained in notebook 04 ({budget} budget), {where}"
+        )
+    baselines = load_baselines()
+
+    def has_model(run):
+        return "model" in run["provenance"]
+
+    found = nearest_run(mode, device, has=has_model, baselines=baselines)
     if found is None:
         raise FileNotFoundError(
-            "No trained mini-GPT: neither mini_gpt.pt beside this notebook (run notebook 04 in "
-            "this runtime) nor a recorded one in data/ (`make regenerate-baselines`)."
+            f"No trained mini-GPT: {why_not_own}, and none is recorded in data/ "
+            "(`make regenerate-baselines`). Run notebook 04 first."
         )
     key, run = found
     recorded = run["provenance"]["model"]
@@ -63,10 +200,9 @@ def load_trained_gpt(mode: str, device="cpu") -> tuple[MiniGPT, dict, str]:
         )
     model, info = load_gpt(path, device)
     p = run["provenance"]
+    reason = nearest_reason(key, run_key(mode, device), "a saved model", baselines)
     origin = (
-        f"the course's recorded mini-GPT (`{key}`: {p['device']}, {p['precision']}, seed "
-        f"{info.get('seed')}, {p['date'][:10]}), as no mini_gpt.pt from notebook 04 is here"
+        f"the course's recorded mini-GPT of run `{key}` ({p['device']}, {p['precision']}, seed "
+        f"{info.get('seed')}, {p['date'][:10]}), because {why_not_own}; {reason}"
     )
-    if key != run_key(mode, device):
-        origin += f"; nothing is recorded for your `{run_key(mode, device)}`"
-    return model, info, origin
+    return TrainedGPT(model, info, key, origin)

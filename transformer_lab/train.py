@@ -60,6 +60,9 @@ def lr_at(step: int, steps: int, lr: float, warmup: int, final_ratio: float = 0.
 
 def _loss(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     logits = model(x)  # (B, T, vocab)
+    # fp32 even for fp16/bf16 logits: a half-precision log-softmax and mean over B*T tokens
+    # would round the loss and the gradient it starts. Autocast already does this for
+    # cross_entropy; the cast keeps it so for a model whose weights are themselves half.
     return F.cross_entropy(logits.flatten(0, 1).float(), y.flatten())
 
 
@@ -101,6 +104,9 @@ def _optimizer(model: nn.Module, kind: str, lr: float, weight_decay: float, devi
         {"params": decay, "weight_decay": weight_decay},
         {"params": no_decay, "weight_decay": 0.0},
     ]
+    # beta2 0.99, not PyTorch's 0.999 (nanoGPT's choice for character-level Shakespeare): the
+    # second-moment average then spans about 100 steps instead of 1,000, so it keeps up with
+    # gradients that change quickly in runs of a few thousand small batches.
     return torch.optim.AdamW(groups, lr=lr, betas=(0.9, 0.99), fused=fused or None)
 
 
@@ -157,11 +163,10 @@ def train_lm(
     Returns the history: training loss every `log_every` steps, validation loss every
     `budget.eval_every` steps and at the end, and the wall time.
     """
-    if schedule not in ("cosine", "constant"):
-        raise ValueError(f"schedule must be 'cosine' or 'constant', got {schedule!r}")
+    warmup = budget.steps // 20 if warmup is None else warmup
+    lr_of_step = _schedule(schedule, budget.steps, lr, warmup)
     device = corpus.device
     precision = precision or precision_for(device)
-    warmup = budget.steps // 20 if warmup is None else warmup
     log_every = log_every or max(1, min(50, budget.steps // 20))
     torch.manual_seed(seed)  # dropout
     generator = torch.Generator(device=device).manual_seed(seed)  # batches
@@ -171,58 +176,88 @@ def train_lm(
     history = TrainHistory(
         budget.name, budget.steps, budget.batch_size, T, lr, seed, str(device), precision.name
     )
-
-    forward = _try_compile(model) if compile else model
-    history.compiled = forward is not model
-
-    def backward(fn, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-        with precision.autocast():
-            loss = _loss(fn, x, y)
-        scaler.scale(loss).backward()
-        return loss
-
+    step_module = _try_compile(model) if compile else model
+    stepper = _TrainingStep(model, step_module, opt, scaler, precision)
     running = torch.zeros((), device=device)
-    bar = tqdm(total=budget.steps, desc=desc, disable=not progress, leave=False)
-    start = time.perf_counter()
-    for step in range(budget.steps):
-        step_lr = lr if schedule == "constant" else lr_at(step, budget.steps, lr, warmup)
-        for group in opt.param_groups:
-            group["lr"] = step_lr
-        x, y = sample_batch(corpus.train, budget.batch_size, T, generator)
-        if step == 0 and history.compiled:
-            loss, forward = _first_compiled_step(forward, model, backward, x, y, opt)
-            history.compiled = forward is not model
-        else:
-            loss = backward(forward, x, y)
-        _update(model, opt, scaler, grad_clip)
-        running += loss.detach()
-        done = step + 1
-        if done % log_every == 0 or done == budget.steps:
-            _log_training_loss(history, running, done, time.perf_counter() - start, bar)
-        if done % budget.eval_every == 0 or done == budget.steps:
-            val = estimate_loss(
-                model, corpus.val, budget.batch_size, T, budget.eval_batches, precision
-            )
-            history.val_loss.append((done, val))
-    history.wall_time_s = time.perf_counter() - start
+    with tqdm(total=budget.steps, desc=desc, disable=not progress, leave=False) as bar:
+        start = time.perf_counter()
+        for step in range(budget.steps):
+            _set_lr(opt, lr_of_step(step))
+            x, y = sample_batch(corpus.train, budget.batch_size, T, generator)
+            running += stepper.take(x, y, grad_clip, first=step == 0).detach()
+            done = step + 1
+            if done % log_every == 0 or done == budget.steps:
+                _log_training_loss(history, running, done, time.perf_counter() - start, bar)
+            if done % budget.eval_every == 0 or done == budget.steps:
+                _log_validation_loss(history, model, corpus.val, budget, precision, done)
+        history.wall_time_s = time.perf_counter() - start
+    history.compiled = stepper.compiled
     history.loss_scale = scaler.get_scale() if scaler.is_enabled() else None
-    bar.close()
     model.eval()
     return history
 
 
-def _first_compiled_step(forward, model, backward, x, y, opt):
-    """torch.compile compiles at the first call, so that is where it can fail: then print why
-    and take the step eagerly, with the same dropout masks. Returns (loss, what to run next)."""
-    device = x.device
-    rng = _rng_state(device)
-    try:
-        return backward(forward, x, y), forward
-    except Exception as err:
-        _compile_failed(err)
-        _set_rng_state(device, rng)
-        opt.zero_grad(set_to_none=True)
-        return backward(model, x, y), model
+def _schedule(schedule: str, steps: int, lr: float, warmup: int) -> Callable[[int], float]:
+    """The learning rate of each step: "constant", or "cosine" (lr_at)."""
+    if schedule == "constant":
+        return lambda step: lr
+    if schedule == "cosine":
+        return lambda step: lr_at(step, steps, lr, warmup)
+    raise ValueError(f"schedule must be 'cosine' or 'constant', got {schedule!r}")
+
+
+def _set_lr(opt: torch.optim.Optimizer, lr: float) -> None:
+    for group in opt.param_groups:
+        group["lr"] = lr
+
+
+@dataclass
+class _TrainingStep:
+    """One training step. The forward pass calls `step_module`, the compiled model or `model`
+    itself; either way the optimizer updates `model`'s parameters, which both share."""
+
+    model: nn.Module
+    step_module: nn.Module
+    opt: torch.optim.Optimizer
+    scaler: torch.amp.GradScaler
+    precision: Precision
+
+    @property
+    def compiled(self) -> bool:
+        return self.step_module is not self.model
+
+    def take(self, x, y, grad_clip: float | None, first: bool = False) -> torch.Tensor:
+        """Forward, backward and update on one batch; returns the loss (not synced)."""
+        if first and self.compiled:
+            loss = self._first_compiled(x, y)
+        else:
+            loss = self.forward_backward(self.step_module, x, y)
+        _update(self.model, self.opt, self.scaler, grad_clip)
+        return loss
+
+    def forward_backward(self, module: nn.Module, x, y) -> torch.Tensor:
+        with self.precision.autocast():
+            loss = _loss(module, x, y)
+        self.scaler.scale(loss).backward()
+        return loss
+
+    def _first_compiled(self, x, y) -> torch.Tensor:
+        """torch.compile compiles at the first call, so that is where it can fail: then print
+        why, and take the step eagerly with the same dropout masks, and every step after it."""
+        rng = _rng_state(x.device)
+        try:
+            return self.forward_backward(self.step_module, x, y)
+        except Exception as err:
+            _compile_failed(err)
+            _set_rng_state(x.device, rng)
+            self.opt.zero_grad(set_to_none=True)
+            self.step_module = self.model
+            return self.forward_backward(self.model, x, y)
+
+
+def _log_validation_loss(history, model, val: torch.Tensor, budget, precision, done: int):
+    loss = estimate_loss(model, val, budget.batch_size, history.T, budget.eval_batches, precision)
+    history.val_loss.append((done, loss))
 
 
 def _update(model: nn.Module, opt, scaler, grad_clip: float | None) -> None:

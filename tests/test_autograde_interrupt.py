@@ -1,0 +1,168 @@
+"""Ctrl-C during `python -m grader autograde`: one line on stderr, exit status 130, no job left
+behind, and the next run continues where this one stopped."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from grader import autograde as grading
+from grader import collect, sandbox
+
+ROOT = Path(__file__).resolve().parents[1]
+NAME = "01_attention"
+STUDENTS = ("ann", "bob", "cyd")  # graded in this order, one at a time
+SLOW = 10  # seconds bob's notebook sleeps: its job is still running when Ctrl-C comes
+
+
+def make_course(tmp_path: Path) -> Path:
+    """A course with one released notebook and three submissions of it, bob's a slow one."""
+    course = tmp_path / "course"
+    build = [sys.executable, "-m", "maintainer.notebook_build", "--no-workshop", "--only", NAME]
+    subprocess.run([*build, "--course", str(course)], check=True, cwd=ROOT, capture_output=True)
+    release = json.loads((course / "release" / NAME / f"{NAME}.ipynb").read_text())
+    downloads = tmp_path / "downloads"
+    for student in STUDENTS:
+        nb = copy.deepcopy(release)
+        if student == "bob":
+            (cell,) = [
+                c
+                for c in nb["cells"]
+                if c["metadata"].get("nbgrader", {}).get("grade_id") == "ex0_read_the_model"
+            ]
+            cell["source"] = f"import time\n\ntime.sleep({SLOW})\n" + "".join(cell["source"])
+        path = downloads / student / f"{NAME}.ipynb"
+        path.parent.mkdir(parents=True)
+        path.write_text(json.dumps(nb))
+    collect.collect(downloads, course)
+    return course
+
+
+def processes_with(marks: list[bytes]) -> list[int]:
+    """The processes whose environment holds one of `marks` (VAR=value)."""
+    found = []
+    for environ in Path("/proc").glob("[0-9]*/environ"):
+        try:
+            variables = environ.read_bytes().split(b"\0")
+        except OSError:  # gone meanwhile, or not ours
+            continue
+        if any(mark in variables for mark in marks):
+            found.append(int(environ.parent.name))
+    return found
+
+
+def test_ctrl_c_keeps_the_saved_scores_and_a_rerun_finishes(tmp_path):
+    course = make_course(tmp_path)
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    # The jobs inherit the marker (in or out of the sandbox); their kernels keep only TMPDIR.
+    marker = uuid.uuid4().hex
+    marks = [f"TL_INTERRUPT_TEST={marker}".encode(), f"TMPDIR={scratch}".encode()]
+    env = {**os.environ, "TL_INTERRUPT_TEST": marker, "TMPDIR": str(scratch)}
+    command = [sys.executable, "-m", "grader", "--course", str(course), "autograde"]
+    command += ["--workers", "1", "--cell-timeout", "60"]
+    command += [] if sandbox.problem() is None else ["--no-sandbox"]
+
+    # A session of its own, so that the SIGINT goes to its whole group, as a terminal's does.
+    grader = subprocess.Popen(
+        command,
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 180
+        # job.json is written last, once the scores are in the gradebook.
+        while not list(course.glob("autograded/*/*/job.json")):
+            assert grader.poll() is None, grader.communicate()[1]
+            assert time.monotonic() < deadline, "no notebook was saved in 180 s"
+            time.sleep(0.1)
+        os.killpg(grader.pid, signal.SIGINT)
+        interrupted = time.monotonic()
+        _, stderr = grader.communicate(timeout=60)
+        stopping = time.monotonic() - interrupted
+    finally:
+        if grader.poll() is None:
+            os.killpg(grader.pid, signal.SIGKILL)
+            grader.communicate()
+
+    assert grader.returncode == 130, stderr
+    assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr, stderr
+    assert stderr.strip().splitlines()[-1] == (
+        "grader autograde: interrupted: 1 of 3 notebooks are scored and saved in the gradebook; "
+        "run `make autograde` again to continue where it stopped"
+    )
+    with sqlite3.connect(course / "gradebook.db") as db:
+        assert db.execute("select count(*) from submitted_notebook").fetchone() == (1,)
+    # Killed, not waited for: bob's job would sleep on for most of SLOW seconds, and its kernel
+    # could outlive it.
+    assert stopping < SLOW / 2, f"{stopping:.1f} s from Ctrl-C to exit"
+    deadline = time.monotonic() + 2
+    while processes_with(marks) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert processes_with(marks) == []
+
+    rerun = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert rerun.returncode == 0, rerun.stderr
+    outcomes = json.loads((course / "reports" / "autograde.json").read_text())["outcomes"]
+    # ann's notebook was saved before Ctrl-C: the rerun keeps it without running it again.
+    assert {o["student"]: o["status"] for o in outcomes} == {
+        "ann": "unchanged",
+        "bob": "graded",
+        "cyd": "graded",
+    }
+    assert all(o["max_score"] == 4 for o in outcomes)
+
+
+def running(pid: int) -> bool:
+    """Alive and not a zombie waiting to be reaped."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rpartition(")")[2].split()[0] != "Z"
+
+
+def test_a_stopped_run_kills_its_jobs_with_what_they_started_and_starts_no_more(tmp_path):
+    """As a grading job's kernel does, this job's child leads a session of its own and holds the
+    job's pipes: killing the job's group alone would leave it, and run_job waiting on it."""
+    pid_file = tmp_path / "child.pid"
+    job = (
+        "import subprocess, sys, time\n"
+        "sleeper = [sys.executable, '-c', 'import time; time.sleep(30)']\n"
+        "child = subprocess.Popen(sleeper, start_new_session=True)\n"
+        f"open({str(pid_file)!r}, 'w').write(str(child.pid))\n"
+        "time.sleep(30)\n"
+    )
+    env, child = dict(os.environ), None
+    with ThreadPoolExecutor(1) as pool:
+        future = pool.submit(grading.run_job, "", [sys.executable, "-c", job], 60, env, "run-1")
+        try:
+            deadline = time.monotonic() + 30
+            while not pid_file.is_file() or not pid_file.read_text():
+                assert time.monotonic() < deadline and not future.done(), "the job did not start"
+                time.sleep(0.05)
+            child = int(pid_file.read_text())
+            grading.stop_jobs("run-1")
+            result = future.result(timeout=10)
+        finally:
+            if child and running(child):
+                os.kill(child, signal.SIGKILL)
+    assert "error" in result
+    assert not running(child)
+    ran = tmp_path / "ran"
+    late = [sys.executable, "-c", f"open({str(ran)!r}, 'w')"]
+    assert "error" in grading.run_job("", late, 60, env, "run-1")
+    assert not ran.exists()
