@@ -15,14 +15,28 @@ REPLACE ?=
 DEVICE ?= auto
 WORKERS ?= 2
 SUBMISSIONS ?= submissions
+# The class list, nbgrader's student CSV (id,first_name,last_name,email[,lms_user_id]).
+ROSTER ?= students.csv
+# A regular expression with a (?P<student>...) group, for file names of another LMS.
+PATTERN ?=
 # NO_SANDBOX=1 grades without bubblewrap: for trusted notebooks only; the report says so.
 NO_SANDBOX ?=
 # A Dask scheduler (tcp://HOST:PORT) to run the grading jobs on; empty: the local pool.
 SCHEDULER ?=
+# The course folder (gradebook with hand grades, submissions, feedback, reports): back it up.
+# Empty: $$TRANSFORMER_LAB_COURSE, else ~/transformer-lab-course, outside the checkout.
+COURSE ?=
+COURSE_ARG = $(if $(COURSE),--course "$(COURSE)")
+# Where COURSE/publish/ is pushed (github.com/ORG/REPO/blob/main): the graded notebooks' Colab
+# badge opens that copy. Empty: no badge; COURSE/publish/README.md says how to share them.
+PUBLISH_URL ?=
+# Grade only these students and/or notebooks (ids, space-separated); the report keeps the rest.
+STUDENT ?=
+NOTEBOOK ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help setup train notebooks regenerate-baselines test lint format bench clean \
-	release collect autograde feedback export class-report formgrader
+.PHONY: help setup train notebooks regenerate-baselines test test-quick lint format bench clean \
+	release roster collect autograde feedback export class-report formgrader
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-22s %s\n", $$1, $$2}'
@@ -42,32 +56,39 @@ regenerate-baselines: setup ## run the solution notebooks, refresh data/: MODE=a
 train: setup ## train and score one model: MODEL=gpt|lstm|trigram|5gram BUDGET=quick|full|smoke (quick GPT: ~5 min on 2 CPU cores)
 	$(PY) -m transformer_lab train --model $(MODEL) --budget $(BUDGET)
 
-notebooks: setup ## build notebooks/ and grader/course/{source,release} from solutions/ (~30 s)
-	$(PY) -m maintainer.notebook_build
+notebooks: setup ## build notebooks/ and COURSE/{source,release,publish} from solutions/ (~30 s)
+	$(PY) -m maintainer.notebook_build $(COURSE_ARG) $(if $(PUBLISH_URL),--publish-url "$(PUBLISH_URL)")
 
-release: setup ## grading: nbgrader source/ and release/ in grader/course/ from solutions/ (~15 s)
-	$(PY) -m maintainer.notebook_build --no-workshop
+release: setup ## grading: nbgrader source/, release/ and publish/ (for students) in COURSE from solutions/: [PUBLISH_URL=github.com/ORG/REPO/blob/main] (~15 s)
+	$(PY) -m maintainer.notebook_build --no-workshop $(COURSE_ARG) $(if $(PUBLISH_URL),--publish-url "$(PUBLISH_URL)")
 
-collect: setup ## grading: sort a folder or zip of downloaded notebooks into submitted/: SUBMISSIONS=path
-	$(PY) -m grader collect "$(SUBMISSIONS)"
+roster: setup ## grading: load the class into the gradebook; collect then files only students on it: ROSTER=students.csv
+	$(PY) -m grader $(COURSE_ARG) roster "$(ROSTER)"
 
-autograde: setup ## grading: preflight, execute in parallel sandboxes (bubblewrap), score: WORKERS=2 [SCHEDULER=tcp://host:8786] (one student: ~40 s on 2 cores)
-	$(PY) -m grader autograde --workers $(WORKERS) $(if $(NO_SANDBOX),--no-sandbox) $(if $(SCHEDULER),--scheduler $(SCHEDULER))
+collect: setup ## grading: sort a folder or zip of downloaded notebooks into submitted/: SUBMISSIONS=path [PATTERN=regex]
+	$(PY) -m grader $(COURSE_ARG) collect "$(SUBMISSIONS)" $(if $(PATTERN),--pattern '$(PATTERN)')
 
-feedback: setup ## grading: HTML feedback per student in grader/course/feedback/, hidden tests left out
-	$(PY) -m grader feedback
+autograde: setup ## grading: preflight, execute in parallel sandboxes (bubblewrap), score: WORKERS=2 [SCHEDULER=tcp://host:8786] [STUDENT=id] [NOTEBOOK=NN_topic] (one student: ~40 s on 2 cores)
+	$(PY) -m grader $(COURSE_ARG) autograde --workers $(WORKERS) $(if $(NO_SANDBOX),--no-sandbox) $(if $(SCHEDULER),--scheduler $(SCHEDULER)) \
+		$(if $(STUDENT),--student $(STUDENT)) $(if $(NOTEBOOK),--assignment $(NOTEBOOK))
 
-export: setup ## grading: the gradebook as CSV, grader/course/reports/grades.csv
-	$(PY) -m grader export
+feedback: setup ## grading: HTML feedback per student in COURSE/feedback/, hidden tests left out; a zip per student in reports/feedback_bundles/
+	$(PY) -m grader $(COURSE_ARG) feedback
+
+export: setup ## grading: the gradebook as CSV, COURSE/reports/grades.csv; gradesheet.csv and canvas_import.csv for the LMS
+	$(PY) -m grader $(COURSE_ARG) export
 
 formgrader: setup ## grading: nbgrader's formgrader on the course (127.0.0.1, token printed): grade the written answer by hand
-	$(PY) -m grader formgrader
+	$(PY) -m grader $(COURSE_ARG) formgrader
 
 class-report: setup ## grading: pass rates and common mistakes per exercise, reports/class.{md,csv,png} (seconds)
-	$(PY) -m grader report
+	$(PY) -m grader $(COURSE_ARG) report
 
 test: setup ## run the tests (about 9 minutes on 2 CPU cores)
 	$(PY) -m pytest -q --durations=20
+
+test-quick: setup ## the tests that execute no notebook, grade nothing and train nothing (the inner loop)
+	$(PY) -m pytest -q -m "not heavy and not slow"
 
 lint: setup ## ruff: lint and format check (seconds)
 	$(VENV)/bin/ruff check .

@@ -1,14 +1,16 @@
 """`python -m grader COMMAND`: the instructor's grading workflow on top of nbgrader.
 
+    python -m grader roster students.csv     the class (nbgrader's student CSV) -> gradebook
     python -m grader collect SUBMISSIONS     a folder or zip of downloads -> submitted/
     python -m grader autograde --workers 2   preflight, execute, score -> gradebook
     python -m grader feedback                HTML per student, hidden tests left out
-    python -m grader export                  reports/grades.csv
+    python -m grader export                  reports/grades.csv, gradesheet.csv, canvas_import.csv
     python -m grader report                  reports/class.md: pass rates and common mistakes
     python -m grader formgrader              nbgrader's formgrader: grade the written answer
 
-Every command takes --course (default grader/course) and writes its report to reports/. The
-release itself is built from solutions/ by `make release` (python -m maintainer.notebook_build).
+Every command takes --course (default $TRANSFORMER_LAB_COURSE, else ~/transformer-lab-course)
+and writes its report to reports/. The release itself is built from solutions/ by
+`make release` (python -m maintainer.notebook_build).
 """
 
 from __future__ import annotations
@@ -20,7 +22,15 @@ from pathlib import Path
 
 from . import autograde as grading
 from . import collect as collecting
-from .course import COURSE, GradingError, assignments, cell_timeout, nbgrader, nbgrader_api
+from .course import (
+    COURSE,
+    COURSE_ENV,
+    GradingError,
+    assignments,
+    cell_timeout,
+    nbgrader,
+    nbgrader_api,
+)
 
 
 def feedback(course: Path) -> None:
@@ -34,10 +44,24 @@ def feedback(course: Path) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--course", type=Path, default=COURSE, help="the nbgrader course folder")
+    parser.add_argument(
+        "--course",
+        type=Path,
+        default=COURSE,
+        help=f"the nbgrader course folder (default: ${COURSE_ENV}, else {COURSE})",
+    )
     commands = parser.add_subparsers(dest="command", required=True)
     collect = commands.add_parser("collect", help="sort downloaded notebooks into submitted/")
     collect.add_argument("submissions", type=Path, help="a folder or a zip file")
+    collect.add_argument(
+        "--pattern",
+        help="a regular expression whose (?P<student>...) group names the student in a file "
+        "name (default: course.toml's [collect] pattern)",
+    )
+    roster = commands.add_parser("roster", help="load the class list into the gradebook")
+    roster.add_argument(
+        "csv", type=Path, help="columns id, first_name, last_name, email[, lms_user_id]"
+    )
     auto = commands.add_parser("autograde", help="grade everything in submitted/")
     auto.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     auto.add_argument(
@@ -69,11 +93,20 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def collect_command(args: argparse.Namespace, course: Path) -> None:
-    found = collecting.collect(args.submissions, course)
+    found = collecting.collect(args.submissions, course, pattern=args.pattern)
     reports = course / "reports"
     reports.mkdir(parents=True, exist_ok=True)
-    (reports / "collect.md").write_text(collecting.report(found), encoding="utf-8")
-    print(collecting.report(found))
+    text = collecting.report(found, collecting.missing(found, course))
+    (reports / "collect.md").write_text(text, encoding="utf-8")
+    print(text)
+
+
+def roster_command(args: argparse.Namespace, course: Path) -> None:
+    from .roster import ROSTER_FILE, import_roster
+
+    rows, new = import_roster(course, args.csv)
+    print(f"{rows} students on the roster ({new} new) in {course / 'gradebook.db'}")
+    print(f"collect now files notebooks only under them; the list is kept as {ROSTER_FILE}")
 
 
 def autograde_command(args: argparse.Namespace, course: Path) -> None:
@@ -95,8 +128,12 @@ def autograde_command(args: argparse.Namespace, course: Path) -> None:
 
 
 def feedback_command(args: argparse.Namespace, course: Path) -> None:
+    from .bundles import bundle_feedback
+
     feedback(course)
     print(f"feedback in {course / 'feedback'}")
+    bundles = bundle_feedback(course)
+    print(f"{len(bundles)} feedback bundles in {course / 'reports' / 'feedback_bundles'}")
 
 
 def report_command(args: argparse.Namespace, course: Path) -> None:
@@ -113,14 +150,19 @@ def formgrader_command(args: argparse.Namespace, course: Path) -> None:
 
 
 def export_command(args: argparse.Namespace, course: Path) -> None:
+    from .gradesheet import write as write_gradesheets
+
     target = (args.to or course / "reports" / "grades.csv").resolve()
     target.parent.mkdir(parents=True, exist_ok=True)
     nbgrader(course, "export", f"--to={target}")
     print(f"wrote {target}")
+    for path in write_gradesheets(course):
+        print(f"wrote {path}")
 
 
 COMMANDS = {
     "collect": collect_command,
+    "roster": roster_command,
     "autograde": autograde_command,
     "feedback": feedback_command,
     "report": report_command,

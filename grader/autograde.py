@@ -8,9 +8,10 @@ For each submitted/STUDENT/NN_topic/NN_topic.ipynb:
   3. back here, one at a time: stderr of passing checks is not a failure, output is limited,
      nbgrader's SaveAutoGrades writes the scores, the executed notebook goes to autograded/.
 A rerun regrades only what changed: the job's input, its limits and the grading code are
-hashed. Manual grades are kept. Ctrl-C kills the jobs, keeps every score saved so far, and raises
-Interrupted: a rerun continues where it stopped. Jobs run in a local pool of threads, or on the
-workers of a Dask cluster (supervisor.py says how a job runs there).
+hashed. Hand grades are kept, and stay done until the answer changes. Ctrl-C kills the jobs,
+keeps every score saved so far, and raises Interrupted: a rerun continues where it stopped.
+Jobs run in a local pool of threads, or on the workers of a Dask cluster (supervisor.py says
+how a job runs there).
 """
 
 from __future__ import annotations
@@ -25,14 +26,14 @@ import subprocess
 import sys
 import uuid
 import warnings
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 import nbformat
 from sqlalchemy.exc import SAWarning
 from tqdm.auto import tqdm
 
-from . import preflight, review, sandbox, supervisor
+from . import deadlines, preflight, review, sandbox, supervisor
 from .course import (
     MEMORY_GB,
     TRAINING_NOTEBOOK,
@@ -64,6 +65,8 @@ class Outcome:
     repairs: list[str] = field(default_factory=list)
     reason: str = ""
     flags: list[str] = field(default_factory=list)  # for review; never change a score
+    seconds_late: float = 0.0  # past the due date (extension included), from course.toml
+    late_penalty: float = 0.0  # points nbgrader's late penalty takes off `score`
 
 
 def submissions(course: Path, students=None, only=None) -> list[tuple[str, str, Path]]:
@@ -119,7 +122,7 @@ def save_scores(nb, course: Path, student: str, assignment: str) -> Outcome:
         # nbgrader's own session handling makes SQLAlchemy warn here; the rows are written.
         warnings.simplefilter("ignore", SAWarning)
         gb.update_or_create_student(student)
-        gb.update_or_create_submission(assignment, student)
+        deadlines.record(gb, course, student, assignment)  # due date, time handed in, extension
     for step in (StderrIsNotFailure(), LimitOutput(), SaveAutoGrades()):
         nb, resources = step.preprocess(nb, resources)
     out = autograded_notebook(course, student, assignment)
@@ -128,7 +131,11 @@ def save_scores(nb, course: Path, student: str, assignment: str) -> Outcome:
     with Gradebook(db_url(course)) as gb:
         notebook = gb.find_submission_notebook(assignment, assignment, student)
         needs = sum(bool(g.needs_manual_grade) for g in notebook.grades)
-        return Outcome(student, assignment, "graded", notebook.score, notebook.max_score, needs)
+        outcome = Outcome(student, assignment, "graded", notebook.score, notebook.max_score, needs)
+    # The penalty is a share of the scores (or all of them): taken once they are in.
+    late = deadlines.settle(course, student, assignment, QUIET)
+    outcome.seconds_late, outcome.late_penalty = late
+    return outcome
 
 
 def job_command(cell_timeout: int, memory_gb: float) -> list[str]:
@@ -277,7 +284,7 @@ def autograde(
 
             _grade(run, pool, found, keep)
         outcomes.sort(key=lambda o: (o.student, o.assignment))
-        write_report(course, outcomes, isolated)
+        write_report(course, merged(course, outcomes, students, only), isolated)
     except KeyboardInterrupt:
         saved = sum(o.status in ("graded", "unchanged") for o in outcomes)
         raise Interrupted(saved, len(found)) from None
@@ -349,11 +356,43 @@ def _last_job(course: Path, student: str, assignment: str) -> dict:
     return json.loads(last.read_text()) if last.is_file() else {}
 
 
+def saved_scores(executed, course: Path, student: str, assignment: str) -> Outcome | None:
+    """The gradebook's scores of one submission as they stand, where its automatic scores are
+    those of the executed notebook; None where it lacks them or holds others (a gradebook
+    restored from an older copy)."""
+    from nbgrader import utils
+    from nbgrader.api import Gradebook, MissingEntry
+
+    expected = {
+        cell.metadata.nbgrader.grade_id: utils.determine_grade(cell, QUIET)[0]
+        for cell in executed.cells
+        if utils.is_grade(cell)
+    }
+    with Gradebook(db_url(course)) as gb:
+        try:
+            notebook = gb.find_submission_notebook(assignment, assignment, student)
+        except MissingEntry:
+            return None
+        grades = notebook.grades
+        if {g.name: g.auto_score for g in grades} != expected:
+            return None
+        needs = sum(bool(g.needs_manual_grade) for g in grades)
+        return Outcome(student, assignment, "graded", notebook.score, notebook.max_score, needs)
+
+
 def _unchanged(course: Path, outcome: Outcome, last: dict) -> Outcome:
-    """The scores of the last run kept: nothing its job saw has changed."""
+    """The scores of the last run kept: nothing its job saw has changed. They are read, not
+    saved again: nbgrader's SaveAutoGrades marks every grade that has a manual score as needing
+    a grader, so re-saving would put each hand-graded answer back on the formgrader's to-do
+    list. Only a gradebook that lacks them or disagrees (restored from an older copy) gets them
+    saved again."""
     student, assignment = outcome.student, outcome.assignment
     executed = nbformat.read(autograded_notebook(course, student, assignment), 4)
-    kept = save_scores(executed, course, student, assignment)
+    kept = saved_scores(executed, course, student, assignment)
+    if kept is None:
+        kept = save_scores(executed, course, student, assignment)
+    else:  # the due date, extension or policy may have changed, or a score given by hand
+        kept.seconds_late, kept.late_penalty = deadlines.settle(course, student, assignment, QUIET)
     kept.status, kept.repairs, kept.seconds = "unchanged", outcome.repairs, last["seconds"]
     kept.flags, kept.reason = outcome.flags, last.get("reason", "")
     return kept
@@ -402,8 +441,10 @@ def report(outcomes: list[Outcome], isolated: str) -> str:
                 continue
             if o.status in ("graded", "unchanged"):
                 manual = f" (+{o.needs_manual} to grade by hand)" if o.needs_manual else ""
-                cells.append(f"{o.score:g} / {o.max_score:g}{manual}")
-                total, out_of = total + o.score, out_of + o.max_score
+                late = f" late −{o.late_penalty:g}" if o.seconds_late else ""
+                cells.append(f"{o.score:g} / {o.max_score:g}{manual}{late}")
+                total, out_of = total + o.score - o.late_penalty, out_of + o.max_score
+                notes += [f"- {student} / {name}: {_late_note(o)}"] if o.seconds_late else []
             else:
                 cells.append(o.status)
             notes += [f"- {student} / {name}: {o.status}: {o.reason}"] if o.reason else []
@@ -425,6 +466,11 @@ def report(outcomes: list[Outcome], isolated: str) -> str:
     return "\n".join(lines + footer + notes) + "\n"
 
 
+def _late_note(o: Outcome) -> str:
+    taken = f"{o.late_penalty:g} of {o.score:g} points taken" if o.late_penalty else "no penalty"
+    return f"handed in {deadlines.describe(o.seconds_late)} late (course.toml): {taken}"
+
+
 def write_report(course: Path, outcomes: list[Outcome], isolated: str) -> None:
     folder = Path(course) / "reports"
     folder.mkdir(parents=True, exist_ok=True)
@@ -433,3 +479,24 @@ def write_report(course: Path, outcomes: list[Outcome], isolated: str) -> None:
         json.dumps({"sandbox": isolated, "outcomes": [asdict(o) for o in outcomes]}, indent=2),
         encoding="utf-8",
     )
+
+
+def load_outcomes(course: Path) -> list[Outcome]:
+    """Every notebook's last outcome, as the last report (reports/autograde.json) holds it."""
+    saved = Path(course) / "reports" / "autograde.json"
+    if not saved.is_file():
+        return []
+    known = {f.name for f in fields(Outcome)}  # a report written by another version may differ
+    rows = json.loads(saved.read_text(encoding="utf-8"))["outcomes"]
+    return [Outcome(**{k: v for k, v in o.items() if k in known}) for o in rows]
+
+
+def merged(course: Path, outcomes: list[Outcome], students=None, only=None) -> list[Outcome]:
+    """This run's outcomes over the last report's: a run limited to some students or notebooks
+    replaces their rows and keeps everyone else's, so the report stays the whole class's."""
+
+    def in_scope(o: Outcome) -> bool:
+        return (not students or o.student in students) and (not only or o.assignment in only)
+
+    kept = [o for o in load_outcomes(course) if not in_scope(o)]
+    return sorted(kept + outcomes, key=lambda o: (o.student, o.assignment))

@@ -1,8 +1,9 @@
 """The course folder nbgrader works in, its configuration, and running nbgrader against it.
 
-grader/course/                      (generated; ignored by git)
+~/transformer-lab-course/           (--course, $TRANSFORMER_LAB_COURSE; outside the checkout)
     source/NN_topic/NN_topic.ipynb      solutions and hidden tests (from solutions/)
     release/NN_topic/NN_topic.ipynb     what students get (nbgrader generate_assignment)
+    publish/NN_topic.ipynb              the release, flat, to publish for Colab; README.md
     submitted/STUDENT/NN_topic/         what `collect` found, as handed in
     autograded/STUDENT/NN_topic/        executed notebooks, as graded; job.json (the rerun key)
     feedback/STUDENT/NN_topic/          HTML feedback
@@ -17,13 +18,19 @@ import functools
 import os
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import nbformat
 
 GRADER = Path(__file__).resolve().parent
-COURSE = GRADER / "course"
+# A term's grades (hand grades in gradebook.db, submissions, feedback) live outside the
+# checkout, so that `git clean -xdf`, a fresh clone or deleting the checkout cannot take them.
+COURSE_ENV = "TRANSFORMER_LAB_COURSE"
+COURSE = Path(os.environ.get(COURSE_ENV) or Path.home() / "transformer-lab-course").expanduser()
 NBGRADER_CONFIG = GRADER / "nbgrader_config.py"
+# The instructor's settings for this term (due dates, late policy, collect's name pattern).
+COURSE_FILE = "course.toml"
 # The notebook that trains (its jobs are the longest) and holds the written answer.
 TRAINING_NOTEBOOK = "04_training"
 MEMORY_GB = 4.0  # a grading job's address-space cap, its kernel's included
@@ -125,3 +132,14 @@ def nbgrader(course: Path, *args: str) -> None:
     )
     if done.returncode != 0:
         raise GradingError(f"nbgrader {args[0]} failed:\n{done.stderr.strip()[-2000:]}")
+
+
+def course_settings(course: Path) -> dict:
+    """COURSE/course.toml, read; {} where there is none (no due dates, no late penalty)."""
+    path = Path(course) / COURSE_FILE
+    if not path.is_file():
+        return {}
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as err:
+        raise GradingError(f"{path}: {err}") from None

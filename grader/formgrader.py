@@ -4,6 +4,11 @@ JupyterLab starts with nbgrader's server extensions, from grader/ (so that nbgra
 course's nbgrader_config.py), with the course's parent folder as its root (the formgrader only
 works on a course inside the server's root folder), bound to 127.0.0.1 with a fresh token. The
 command prints the Manual Grading page of the notebook with the written prediction.
+
+The formgrader's own Autograde button is refused (nbgrader_config.py sets SandboxOnly): it
+would run nbgrader's autograde in the server's process, with the instructor's rights and no
+sandbox, after deleting the submission's executed notebook. Grading goes through
+`python -m grader autograde` only.
 """
 
 from __future__ import annotations
@@ -14,9 +19,29 @@ import socket
 import sys
 from pathlib import Path
 
+from nbconvert.exporters import NotebookExporter
+
 from .course import GRADER, TRAINING_NOTEBOOK
 
 MANUAL = TRAINING_NOTEBOOK  # the notebook with a written answer (ex4_prediction)
+REFUSED = (
+    "The formgrader does not autograde: nbgrader's autograde would run {student}'s notebook "
+    "outside the sandbox, with your own rights. Grade with `make autograde` "
+    "(`python -m grader autograde --student {student} --assignment {assignment}`), then reload "
+    "this page."
+)
+
+
+class SandboxOnly(NotebookExporter):
+    """nbgrader's Autograde converter builds its exporter before it touches a file or the
+    gradebook; failing here stops the formgrader's Autograde button with this message, where
+    the usual hooks would only log an error and let the grading go on."""
+
+    def __init__(self, parent=None, **kwargs):
+        coursedir = getattr(parent, "coursedir", None)
+        student = getattr(coursedir, "student_id", "*") or "*"
+        assignment = getattr(coursedir, "assignment_id", "*") or "*"
+        raise PermissionError(REFUSED.format(student=student, assignment=assignment))
 
 
 def free_port() -> int:

@@ -42,6 +42,9 @@ PASSED_ENV = (
     "TRANSFORMER_LAB_CACHE",
     "XDG_CACHE_HOME",
     "VIRTUAL_ENV",
+    # The checkout the grader mounted, first on the path: the kernel imports the checks and the
+    # package from the tree being graded with, wherever an editable install points.
+    "PYTHONPATH",
 )
 TIMEOUT_ERROR = {
     "ename": "CellTimeoutError",

@@ -19,6 +19,7 @@ c.ClearSolutions.text_stub = "_Your answer here._"
 c.Execute.timeout = 60
 # Feedback shows each check's result and diagnosis, not the hidden tests' code.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from grader.formgrader import SandboxOnly  # noqa: E402
 from grader.preprocessors import HideHiddenTests  # noqa: E402
 
 c.GenerateFeedback.preprocessors = [
@@ -26,3 +27,6 @@ c.GenerateFeedback.preprocessors = [
     "nbgrader.preprocessors.GetGrades",
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
 ]
+# Notebooks run only in the sandbox, through `python -m grader autograde`: nbgrader's own
+# autograde (the formgrader's Autograde button) refuses with a message saying so.
+c.Autograde.exporter_class = SandboxOnly

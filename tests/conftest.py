@@ -13,6 +13,33 @@ if not os.environ.get(OVERRIDE_ENV) and SHARED_CORPUS.is_file():
     os.environ[OVERRIDE_ENV] = str(SHARED_CORPUS)
 
 
+# Files whose tests execute notebooks, grade in the sandbox or train models: `make test-quick`
+# leaves them out (marked `heavy` here, so a new test in them is heavy without a decorator).
+HEAVY = {
+    "test_autograde_interrupt",
+    "test_bench",
+    "test_dask_cluster",
+    "test_deadlines",
+    "test_formgrader",
+    "test_fresh_runtime",
+    "test_gradesheet",
+    "test_grading",
+    "test_notebooks",
+    "test_pipeline",
+    "test_roster",
+    "test_sandbox",
+    "test_term",
+    "test_train",
+    "test_whole_term",
+}
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if item.module.__name__.rpartition(".")[2] in HEAVY:
+            item.add_marker(pytest.mark.heavy)
+
+
 @pytest.fixture(scope="session")
 def corpus():
     return load_corpus("cpu")
@@ -21,3 +48,47 @@ def corpus():
 @pytest.fixture(autouse=True)
 def _seed():
     torch.manual_seed(0)
+
+
+GUARDED = ("checkpoints", "transformer_lab", "grader", "data")
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _checkout_state() -> dict[str, bytes]:
+    """Every file git would see in the folders the grader trusts (tracked, or untracked and not
+    ignored), with its bytes: the suite works on copies and must leave these as it found them."""
+    import subprocess
+
+    listed = subprocess.run(
+        ["git", "ls-files", "-co", "--exclude-standard", "--", *GUARDED],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split("\n")
+    return {name: (ROOT / name).read_bytes() for name in listed if (ROOT / name).is_file()}
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _checkout_left_alone():
+    before = _checkout_state()
+    yield
+    after = _checkout_state()
+    changed = sorted(n for n in before.keys() | after.keys() if before.get(n) != after.get(n))
+    assert not changed, f"the tests changed the checkout: {changed}"
+
+
+def checkout_copy(folder: Path, monkeypatch) -> Path:
+    """A copy of what a grading job reads (checks, package, grader, data), made the checkout the
+    grader runs from: a test may change or attack it without touching the real one."""
+    import shutil
+
+    import grader.autograde
+    import grader.sandbox
+
+    skip = shutil.ignore_patterns("__pycache__", "course", "*.pyc")
+    for name in GUARDED:
+        shutil.copytree(ROOT / name, folder / name, ignore=skip)
+    monkeypatch.setattr(grader.sandbox, "ROOT", folder)
+    monkeypatch.setattr(grader.autograde, "ROOT", folder)
+    return folder

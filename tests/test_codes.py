@@ -114,7 +114,7 @@ def code_sites() -> dict[str, set[str]]:
     return sites
 
 
-def tested_codes() -> str:
+def _tested_codes() -> str:
     return "\n".join(
         p.read_text() for p in (ROOT / "tests").glob("*.py") if p.name != "test_codes.py"
     )
@@ -139,7 +139,7 @@ def test_the_scan_finds_the_codes_it_should():
 @pytest.mark.parametrize("site", sorted(code_sites()))
 def test_every_code_is_asserted_by_a_test(site):
     options = code_sites()[site]
-    text = tested_codes()
+    text = _tested_codes()
     assert any(f'"{option}"' in text for option in options), (
         f"no test names {' or '.join(sorted(options))}: add a case to the bug zoo"
     )

@@ -20,7 +20,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from test_grading import (
+
+from grader import collect, sandbox, supervisor
+from grader.autograde import autograde
+from maintainer.fabricated_class import (
     RELEASE,
     ROOT,
     WRONG_ATTENTION,
@@ -30,9 +33,6 @@ from test_grading import (
     with_attention,
     write,
 )
-
-from grader import collect, sandbox, supervisor
-from grader.autograde import autograde
 
 pytest.importorskip("distributed", reason="Dask is in the instructor extra (`make setup`)")
 DASK = shutil.which("dask", path=str(Path(sys.executable).parent)) or shutil.which("dask")

@@ -16,12 +16,12 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from test_grading import ROOT, perfect, release, write
 
 from grader import collect
 from grader.autograde import autograde
 from grader.course import GRADER, _scripts_on_path, db_url
 from grader.formgrader import MANUAL, free_port, server_command, urls
+from maintainer.fabricated_class import ROOT, perfect, release, write
 
 CHROMIUM, DRIVER = shutil.which("chromium"), shutil.which("chromedriver")
 webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed")

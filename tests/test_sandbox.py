@@ -15,7 +15,13 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from test_grading import (
+from conftest import checkout_copy
+
+from grader import collect, sandbox
+from grader.autograde import autograde
+from grader.course import db_url
+from grader.job import CELL_OUTPUT_CAP, NOTEBOOK_OUTPUT_CAP
+from maintainer.fabricated_class import (
     ROOT,
     WRONG_ATTENTION,
     _text,
@@ -26,20 +32,19 @@ from test_grading import (
     write,
 )
 
-from grader import collect, sandbox
-from grader.autograde import autograde
-from grader.course import db_url
-from grader.job import CELL_OUTPUT_CAP, NOTEBOOK_OUTPUT_CAP
-
 if sandbox.problem() and not os.environ.get("CI"):  # CI installs bubblewrap: there it must work
     pytest.skip(f"bubblewrap {sandbox.problem()}", allow_module_level=True)
 
 MARK = uuid.uuid4().hex  # names this run's orphan process and home-folder file
 HOME_FILE = Path.home() / f"tl-sandbox-{MARK}"
-GRADING_CODE = [
-    *sorted((ROOT / "checkpoints").rglob("*.py")),
-    *sorted((ROOT / "transformer_lab").rglob("*.py")),
-]
+
+
+def grading_code(root: Path) -> list[Path]:
+    return [
+        *sorted((root / "checkpoints").rglob("*.py")),
+        *sorted((root / "transformer_lab").rglob("*.py")),
+    ]
+
 
 REWRITE_CHECKER = """import importlib
 import checkpoints._core
@@ -158,48 +163,53 @@ def server():
 
 @pytest.fixture(scope="module")
 def attacked(tmp_path_factory, server):
-    """The class is graded first; then the attackers, with the class's files watched."""
-    course = tmp_path_factory.mktemp("course")
-    grader = [sys.executable, "-m", "grader", "--course", str(course)]
-    release(course)
-    honest = tmp_path_factory.mktemp("honest")
-    write(honest / "ada" / "01_attention.ipynb", perfect(course, "01_attention"))
-    write(honest / "bo" / "01_attention.ipynb", with_attention(course, WRONG_ATTENTION))
-    collect.collect(honest, course)
-    autograde(course, workers=2, cell_timeout=20, memory_gb=3, progress=False)
-    watched = [*course.glob("submitted/**/*"), *course.glob("autograded/**/*")]
-    before = _digest([*watched, *GRADING_CODE]), _grades(course, ["ada", "bo"])
+    """The class is graded first; then the attackers, with the class's files watched. The grader
+    runs from a copy of the checkout, so a sandbox that failed would damage only the copy."""
+    with pytest.MonkeyPatch.context() as patch:
+        checkout = checkout_copy(tmp_path_factory.mktemp("checkout"), patch)
+        course = tmp_path_factory.mktemp("course")
+        grader = [sys.executable, "-m", "grader", "--course", str(course)]
+        release(course)
+        honest = tmp_path_factory.mktemp("honest")
+        write(honest / "ada" / "01_attention.ipynb", perfect(course, "01_attention"))
+        write(honest / "bo" / "01_attention.ipynb", with_attention(course, WRONG_ATTENTION))
+        collect.collect(honest, course)
+        autograde(course, workers=2, cell_timeout=20, memory_gb=3, progress=False)
+        watched = [*course.glob("submitted/**/*"), *course.glob("autograded/**/*")]
+        before = _digest([*watched, *grading_code(checkout)]), _grades(course, ["ada", "bo"])
 
-    port, _ = server
-    attacks = {
-        "rewriter": _prepend(
-            with_attention(course, WRONG_ATTENTION), "ex1_attention", REWRITE_CHECKER
-        ),
-        "homewriter": _prepend(perfect(course, "01_attention"), "ex1_attention", WRITE_HOME),
-        "orphan": _prepend(perfect(course, "01_attention"), "ex1_attention", ORPHAN),
-        "network": _prepend(
-            perfect(course, "01_attention"), "ex1_attention", CONNECT.replace("@PORT@", str(port))
-        ),
-        "vandal": _prepend(
-            perfect(course, "01_attention"),
-            "ex1_attention",
-            VANDAL.replace("@COURSE@", str(course)),
-        ),
-        "huge": _append(perfect(course, "01_attention"), "ex1_attention", HUGE),
-        "dies": _append(perfect(course, "01_attention"), "ex1_attention", DIE),
-        "tamper": _append(with_attention(course, WRONG_ATTENTION), "ex1_attention", TAMPER),
-    }
-    downloads = tmp_path_factory.mktemp("attacks")
-    for student, nb in attacks.items():
-        write(downloads / student / "01_attention.ipynb", nb)
-    collect.collect(downloads, course)
-    outcomes = autograde(
-        course, workers=2, cell_timeout=20, memory_gb=3, students=list(attacks), progress=False
-    )
-    after = _digest([*watched, *GRADING_CODE]), _grades(course, ["ada", "bo"])
-    subprocess.run([*grader, "export"], check=True, cwd=ROOT, capture_output=True)
-    yield course, {o.student: o for o in outcomes}, before, after
-    HOME_FILE.unlink(missing_ok=True)
+        port, _ = server
+        attacks = {
+            "rewriter": _prepend(
+                with_attention(course, WRONG_ATTENTION), "ex1_attention", REWRITE_CHECKER
+            ),
+            "homewriter": _prepend(perfect(course, "01_attention"), "ex1_attention", WRITE_HOME),
+            "orphan": _prepend(perfect(course, "01_attention"), "ex1_attention", ORPHAN),
+            "network": _prepend(
+                perfect(course, "01_attention"),
+                "ex1_attention",
+                CONNECT.replace("@PORT@", str(port)),
+            ),
+            "vandal": _prepend(
+                perfect(course, "01_attention"),
+                "ex1_attention",
+                VANDAL.replace("@COURSE@", str(course)),
+            ),
+            "huge": _append(perfect(course, "01_attention"), "ex1_attention", HUGE),
+            "dies": _append(perfect(course, "01_attention"), "ex1_attention", DIE),
+            "tamper": _append(with_attention(course, WRONG_ATTENTION), "ex1_attention", TAMPER),
+        }
+        downloads = tmp_path_factory.mktemp("attacks")
+        for student, nb in attacks.items():
+            write(downloads / student / "01_attention.ipynb", nb)
+        collect.collect(downloads, course)
+        outcomes = autograde(
+            course, workers=2, cell_timeout=20, memory_gb=3, students=list(attacks), progress=False
+        )
+        after = _digest([*watched, *grading_code(checkout)]), _grades(course, ["ada", "bo"])
+        subprocess.run([*grader, "export"], check=True, cwd=ROOT, capture_output=True)
+        yield course, {o.student: o for o in outcomes}, before, after
+        HOME_FILE.unlink(missing_ok=True)
 
 
 def test_the_checker_cannot_be_rewritten(attacked):

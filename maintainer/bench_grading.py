@@ -9,13 +9,12 @@
   out) with 2 workers;
 - the fixed cost of a job and each notebook's grading time. Figures only:
 
-    python tests/bench_grading.py
+    python -m maintainer.bench_grading
 """
 
 from __future__ import annotations
 
 import statistics
-import sys
 import tempfile
 import time
 from datetime import datetime
@@ -23,9 +22,9 @@ from pathlib import Path
 
 import nbformat
 
-sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parents[1])]
-
-from test_grading import (  # noqa: E402
+from grader import autograde as grading
+from grader import collect
+from maintainer.fabricated_class import (
     NAMES,
     WRONG_ATTENTION,
     fabricate,
@@ -35,9 +34,6 @@ from test_grading import (  # noqa: E402
     with_attention,
     write,
 )
-
-from grader import autograde as grading  # noqa: E402
-from grader import collect  # noqa: E402
 
 SETTINGS = {"cell_timeout": 10, "memory_gb": 3, "force": True, "progress": False}
 

@@ -1,0 +1,202 @@
+"""Due dates, extensions and late penalties, from COURSE/course.toml into nbgrader's gradebook.
+
+    timezone = "Europe/Berlin"       # for times written without an offset; default: this machine's
+
+    [due]                            # one per notebook; a notebook not listed has no due date
+    01_attention = 2027-01-15T23:59:00+00:00
+
+    [extensions.alice]               # per student and notebook: days, or a new due date
+    01_attention = 2
+    02_causal_mask = "2027-01-25T12:00:00+01:00"
+
+    [late]
+    penalty = "percent_per_day"      # none (default) | zero | percent_per_day
+    percent_per_day = 10             # of the notebook's score, per day or part of a day late
+
+nbgrader does the arithmetic: the due date goes to the gradebook's `Assignment.duedate`, the
+extension to `SubmittedAssignment.extension`, the time collect wrote to timestamp.txt to
+`SubmittedAssignment.timestamp`, and its `AssignLatePenalties` preprocessor, with the plugin
+chosen here, writes each notebook's `late_submission_penalty`.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from nbgrader.plugins import LateSubmissionPlugin
+from traitlets import Float
+
+from .course import GradingError, course_settings, db_url, nbgrader_config
+
+TIMESTAMP_FILE = "timestamp.txt"  # nbgrader's name, read by its own autograde too
+# nbgrader's exchange writes its timestamps in this form; parse_utc reads it back.
+TIMESTAMP_FORMAT = "%Y-%m-%d %H:%M:%S.%f %Z"
+DAY = 86400.0
+
+
+class PercentPerDay(LateSubmissionPlugin):
+    """A share of the notebook's score per day late, a started day counting as a whole one,
+    never more than the score (nbgrader caps it there too)."""
+
+    percent_per_day = Float(10.0, help="percent of the score taken per day late").tag(config=True)
+
+    def late_submission_penalty(self, student_id, score, total_seconds_late):
+        if total_seconds_late <= 0:
+            return None
+        days = math.ceil(total_seconds_late / DAY)
+        return score * min(1.0, days * self.percent_per_day / 100.0)
+
+
+def course_timezone(course: Path):
+    """The zone of times that carry none; None means this machine's local zone."""
+    name = course_settings(course).get("timezone")
+    if not name:
+        return None
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise GradingError(f"course.toml: unknown timezone {name!r}") from None
+
+
+def aware(moment, zone=None) -> datetime:
+    """A datetime with its zone: a TOML datetime, an ISO string, or a naive time in `zone`."""
+    if isinstance(moment, str):
+        try:
+            moment = datetime.fromisoformat(moment)
+        except ValueError:
+            raise GradingError(f"course.toml: {moment!r} is not ISO 8601 (date and time)") from None
+    if not isinstance(moment, datetime):
+        raise GradingError(f"course.toml: {moment!r} is not a date and time")
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=zone) if zone else moment.astimezone()
+    return moment
+
+
+def utc_naive(moment: datetime) -> datetime:
+    """The gradebook keeps UTC without a zone."""
+    return moment.astimezone(UTC).replace(tzinfo=None)
+
+
+def due_date(course: Path, assignment: str) -> datetime | None:
+    due = course_settings(course).get("due", {}).get(assignment)
+    return None if due is None else aware(due, course_timezone(course))
+
+
+def extension(course: Path, student: str, assignment: str) -> timedelta | None:
+    """Extra time for this student on this notebook: days, or a later due date."""
+    given = course_settings(course).get("extensions", {})
+    # Roster ids are matched case-insensitively elsewhere, so here too.
+    mine = next((v for k, v in given.items() if k.casefold() == student.casefold()), {})
+    value = mine.get(assignment)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float, str, datetime)):
+        raise GradingError(f"course.toml: extension {student}/{assignment}: days or a date")
+    if isinstance(value, (int, float)):
+        return timedelta(days=value)
+    due = due_date(course, assignment)
+    if due is None:
+        raise GradingError(f"course.toml: an extension for {student} on {assignment}, not due")
+    return aware(value, course_timezone(course)) - due
+
+
+def write_timestamp(folder: Path, moment: datetime) -> None:
+    (Path(folder) / TIMESTAMP_FILE).write_text(
+        moment.astimezone(UTC).strftime(TIMESTAMP_FORMAT) + "\n", encoding="utf-8"
+    )
+
+
+def read_timestamp(folder: Path) -> datetime | None:
+    from nbgrader.utils import parse_utc
+
+    path = Path(folder) / TIMESTAMP_FILE
+    text = path.read_text(encoding="utf-8").strip() if path.is_file() else ""
+    return parse_utc(text) if text else None
+
+
+def record(gb, course: Path, student: str, assignment: str) -> None:
+    """Due date, submission time and extension into the gradebook, before the scores are saved.
+    A notebook with no due date in course.toml keeps whatever the gradebook has (the formgrader
+    can set one too)."""
+    due = due_date(course, assignment)
+    if due is not None:
+        gb.update_or_create_assignment(assignment, duedate=utc_naive(due))
+    fields = {"extension": extension(course, student, assignment)}
+    stamp = read_timestamp(Path(course) / "submitted" / student / assignment)
+    if stamp is not None:
+        fields["timestamp"] = stamp
+    gb.update_or_create_submission(assignment, student, **fields)
+
+
+def penalty_config(course: Path):
+    """nbgrader_config.py's configuration with course.toml's [late] over it, for
+    AssignLatePenalties: a plugin set in nbgrader_config.py still applies where [late] is absent."""
+    config = copy.deepcopy(nbgrader_config())
+    late = course_settings(course).get("late", {})
+    method = late.get("penalty")
+    if method is None:
+        return config
+    if method in ("none", "zero"):
+        config.AssignLatePenalties.plugin_class = LateSubmissionPlugin
+        config.LateSubmissionPlugin.penalty_method = method
+    elif method == "percent_per_day":
+        config.AssignLatePenalties.plugin_class = PercentPerDay
+        config.PercentPerDay.percent_per_day = float(late.get("percent_per_day", 10))
+    else:
+        raise GradingError(
+            f"course.toml: [late] penalty = {method!r}: none, zero or percent_per_day"
+        )
+    return config
+
+
+def settle(course: Path, student: str, assignment: str, log=None) -> tuple[float, float]:
+    """Due date, time and extension into the gradebook, then nbgrader's AssignLatePenalties on
+    the scores it holds; (seconds late, points taken). Run on every autograde, graded again or
+    not, so that a changed due date, extension or policy, or a score given by hand since,
+    applies without executing anything again."""
+    import nbformat
+    from nbgrader.api import Gradebook
+    from nbgrader.preprocessors import AssignLatePenalties
+
+    with Gradebook(db_url(course)) as gb:
+        record(gb, course, student, assignment)
+    resources = {
+        "nbgrader": {
+            "db_url": db_url(course),
+            "assignment": assignment,
+            "notebook": assignment,  # one notebook per assignment in this course
+            "student": student,
+        }
+    }
+    quiet = {"log": log} if log is not None else {}
+    step = AssignLatePenalties(config=penalty_config(course), **quiet)
+    step.preprocess(nbformat.v4.new_notebook(), resources)  # it reads the gradebook, not cells
+    return lateness(course, student, assignment)
+
+
+def lateness(course: Path, student: str, assignment: str) -> tuple[float, float]:
+    """(seconds late, points taken) for a student's notebook, as the gradebook holds them after
+    autograde; (0, 0) where it holds no such submission."""
+    from nbgrader.api import Gradebook, MissingEntry
+
+    if not (Path(course) / "gradebook.db").is_file():
+        return 0.0, 0.0
+    with Gradebook(db_url(course)) as gb:
+        try:
+            submission = gb.find_submission(assignment, student)
+        except MissingEntry:
+            return 0.0, 0.0
+        return float(submission.total_seconds_late), float(submission.late_submission_penalty or 0)
+
+
+def describe(seconds: float) -> str:
+    """'1 d 2 h' late, for reports."""
+    minutes = math.ceil(seconds / 60)
+    days, rest = divmod(minutes, 24 * 60)
+    hours, minutes = divmod(rest, 60)
+    parts = [f"{days} d"] * bool(days) + [f"{hours} h"] * bool(hours)
+    return " ".join(parts + [f"{minutes} min"] * bool(minutes and not days)) or "0 min"

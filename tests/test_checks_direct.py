@@ -1,0 +1,270 @@
+"""The checks a notebook calls directly, not through an exercise's checkpoint: the leak tests (of
+an attention function and of a whole model), order blindness, the untrained loss, the layer and
+model checks of the challenge, the trigram comparison; and what the checks leave behind (the watch
+on delegated answers leaves no hook) and the package's own error for an inverted mask. Each passes
+on good inputs and fails with its code on bad ones. The checkpoints of the exercises are run
+through their cells by the bug zoo (test_bugzoo.py)."""
+
+import math
+import sys
+import threading
+
+import pytest
+import torch
+import torch.nn as nn
+from notebook_harness import cell, inject, prelude
+from zoo import run
+from zoo_nb01 import EX1
+from zoo_nb06 import EXA, EXB, STEM, mha
+
+import transformer_lab as tl
+from checkpoints import CheckFailed, NotDoneYet, positions, stretch, training
+from checkpoints import causal_mask as mask_check
+from checkpoints import leak as leak_check
+
+# --- The leak test of an attention function (notebook 02) -------------------------------------
+
+
+def lower_triangle(T):
+    return torch.ones(T, T, dtype=torch.bool).tril()
+
+
+def softmax_then_zero(Q, K, V, allowed):
+    A = (Q @ K.transpose(-2, -1) / Q.shape[-1] ** 0.5).softmax(-1) * allowed
+    return A @ V, A
+
+
+def unmasked(Q, K, V, allowed):
+    return tl.scaled_dot_product_attention(Q, K, V)
+
+
+@pytest.mark.parametrize(
+    ("attention", "diagnosis", "expected_code"),
+    [
+        (softmax_then_zero, "after the softmax", "ex2.leak_to_earlier"),
+        (unmasked, "above the diagonal", "ex2.leak_above_diagonal"),
+    ],
+)
+def test_leak_test_catches_leaky_attention(attention, diagnosis, expected_code):
+    with pytest.raises(CheckFailed, match=diagnosis) as failure:
+        mask_check.attention_leak_test(lower_triangle, attention=attention)
+    assert failure.value.code == expected_code, str(failure.value)
+
+
+def test_leak_test_passes_on_the_reference(capsys):
+    assert mask_check.attention_leak_test(lower_triangle) == 0.0
+    assert capsys.readouterr().out.startswith("✅")
+
+
+def test_leak_test_on_an_attention_that_refuses_the_mask():
+    def refuses(Q, K, V, allowed):
+        raise ValueError("no mask wanted")
+
+    with pytest.raises(CheckFailed) as failure:
+        mask_check.attention_leak_test(lower_triangle, attention=refuses)
+    assert failure.value.code == "ex2.leak_mask_refused"
+
+
+def test_leak_test_on_an_attention_that_ignores_its_input():
+    def constant(Q, K, V, allowed):
+        return torch.zeros_like(V), torch.zeros(Q.shape[-2], K.shape[-2])
+
+    with pytest.raises(CheckFailed) as failure:
+        mask_check.attention_leak_test(lower_triangle, attention=constant)
+    assert failure.value.code == "ex2.leak_nothing_changed"
+
+
+# --- Order blindness and the untrained loss (notebook 03) -------------------------------------
+
+
+def test_order_blindness_passes_and_leaves_the_global_seed_alone(corpus, capsys):
+    first = torch.tensor([corpus.vocab.encode("dog bites man")])
+    second = torch.tensor([corpus.vocab.encode("bites dog man")])
+    state = torch.get_rng_state()
+    assert positions.order_blindness(first, second) < 1e-5
+    assert torch.equal(state, torch.get_rng_state())
+    assert capsys.readouterr().out.startswith("✅")
+    with pytest.raises(CheckFailed, match="same tokens in two orders") as failure:
+        positions.order_blindness(first, torch.tensor([corpus.vocab.encode("man bites dog")]))
+    assert failure.value.code == "order.not_a_reordering"
+
+
+def test_order_blindness_refuses_wrong_inputs_and_sees_a_changed_package(monkeypatch):
+    with pytest.raises(CheckFailed) as failure:
+        positions.order_blindness(torch.zeros(2, 3, dtype=torch.long), torch.zeros(2, 3))
+    assert failure.value.code == "order.wrong_inputs"
+    monkeypatch.setattr(positions, "_reference", lambda idx, tok_emb, pos_emb: tok_emb(idx))
+    first = torch.tensor([[1, 2, 3, 4]])
+    with pytest.raises(CheckFailed) as failure:
+        positions.order_blindness(first, torch.tensor([[2, 1, 3, 4]]))
+    assert failure.value.code == "order.package_changed"
+
+
+def test_a_position_beyond_the_table():
+    def shifted(idx, tok_emb, pos_emb):
+        return tok_emb(idx) + pos_emb(torch.arange(1, idx.shape[1] + 1))
+
+    with pytest.raises(CheckFailed) as failure:
+        positions._case(shifted, 0, B=2, T=8, d_model=4, vocab=5, T_max=8)
+    assert failure.value.code == "ex3.position_out_of_range"
+
+
+SMALL = tl.GPTConfig(d_model=32, n_heads=2, n_layers=1, T_max=32)
+
+
+def test_untrained_loss_near_ln_65(corpus, capsys):
+    nats = positions.untrained_loss(tl.MiniGPT(SMALL), corpus)
+    assert abs(nats - math.log(65)) < 0.1
+    assert capsys.readouterr().out.startswith("✅")
+
+
+def test_untrained_loss_catches_large_logits(corpus):
+    model = tl.MiniGPT(SMALL)
+    with torch.no_grad():
+        model.W_o.weight.mul_(100)
+    with pytest.raises(CheckFailed, match="initialisation or the scale of the logits") as failure:
+        positions.untrained_loss(model, corpus)
+    assert failure.value.code == "untrained.loss_far_from_ln_65"
+
+
+def test_untrained_loss_reports_a_stub_as_not_done(corpus):
+    def stub(idx, tok_emb, pos_emb):
+        raise NotImplementedError("not done yet")
+
+    with pytest.raises(NotDoneYet, match="not done yet"):
+        positions.untrained_loss(tl.MiniGPT(SMALL, embed=stub), corpus)
+
+
+def test_untrained_loss_of_a_model_that_gives_nan(corpus):
+    model = tl.MiniGPT(tl.GPTConfig(d_model=32, n_heads=2, n_layers=1, T_max=32))
+    with torch.no_grad():
+        model.W_o.bias.fill_(float("nan"))
+    with pytest.raises(CheckFailed) as failure:
+        positions.untrained_loss(model, corpus, characters=256)
+    assert failure.value.code == "untrained.loss_not_finite"
+
+
+# --- The leak test of a whole model and the trigram comparison (notebook 04) ------------------
+
+
+class Lookahead(nn.Module):
+    """Logits that read the next token: the leak test must see it."""
+
+    def __init__(self, ignore_input=False):
+        super().__init__()
+        self.config = tl.GPTConfig(n_layers=1, T_max=16)
+        self.table = nn.Embedding(65, 65)
+        self.ignore_input = ignore_input
+
+    def forward(self, idx):
+        if self.ignore_input:
+            return self.table.weight[None, : idx.shape[1]].expand(idx.shape[0], -1, -1)
+        return self.table(idx.roll(-1, dims=1))
+
+
+@pytest.mark.parametrize(
+    ("model", "expected"),
+    [(Lookahead(), "leak.reads_the_future"), (Lookahead(True), "leak.ignores_input")],
+)
+def test_model_leak_test(model, expected):
+    with pytest.raises(CheckFailed) as failure:
+        leak_check.model_leak_test(model)
+    assert failure.value.code == expected, str(failure.value)
+
+
+def test_the_trigram_comparison_at_a_real_budget():
+    with pytest.raises(CheckFailed) as failure:
+        training.gpt_well_below_trigram(2.0, 2.05, "quick")
+    assert failure.value.code == "check.gpt_not_below_trigram"
+
+
+# --- The challenge's layer, block and whole model (notebook 06) -------------------------------
+
+
+class NotAModule:
+    def __init__(self, config):
+        pass
+
+
+class ExtraLayer(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.layer = tl.MultiHeadAttention(config)
+        self.extra = nn.Linear(1, 1)
+
+
+class RenamedLayer(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.inner = tl.MultiHeadAttention(config)
+
+
+@pytest.mark.parametrize(
+    ("cls", "expected"),
+    [
+        (NotAModule, "exa.not_a_module"),
+        (ExtraLayer, "exa.wrong_param_count"),
+        (RenamedLayer, "exa.wrong_param_names"),
+    ],
+)
+def test_a_layer_that_is_not_built_as_given(cls, expected):
+    with pytest.raises(CheckFailed) as failure:
+        stretch.challenge_a(cls)
+    assert failure.value.code == expected, str(failure.value)
+
+
+def test_block_is_graded_without_counting_a_wrong_attention_layer(capsys):
+    """A broken Challenge A (no causal mask) does not fail Challenge B's checkpoint."""
+    namespace: dict = {"__name__": "__notebook__"}
+    leaky = inject(
+        cell(STEM, EXA.cell), mha(attention="V_bar, A = tl.scaled_dot_product_attention(Q, K, V)")
+    )
+    for source in (prelude(STEM), leaky, cell(STEM, EXB.cell), cell(STEM, EXB.check)):
+        exec(compile(source, f"<{STEM}>", "exec"), namespace)
+    assert capsys.readouterr().out.count("✅") == 2
+
+
+def test_block_check_names_the_missing_attention_cell():
+    namespace: dict = {"__name__": "__notebook__"}
+    with pytest.raises(CheckFailed, match="run the cell of Challenge A first") as failure:
+        for source in (prelude(STEM), cell(STEM, EXB.cell), cell(STEM, EXB.check)):
+            exec(compile(source, f"<{STEM}>", "exec"), namespace)
+    assert failure.value.code == "exb.attention_cell_not_run"
+
+
+class Cropped(nn.Module):
+    def __init__(self, gpt):
+        super().__init__()
+        self.gpt = gpt
+
+    def forward(self, idx):
+        return self.gpt(idx)[:, :-1]
+
+
+def test_whole_model_sees_wrong_shapes_and_other_logits():
+    config = tl.GPTConfig(d_model=32, n_heads=2, n_layers=1, T_max=16)
+    torch.manual_seed(0)
+    gpt, other = tl.MiniGPT(config), tl.MiniGPT(config)
+    with pytest.raises(CheckFailed) as failure:
+        stretch.whole_model(Cropped(gpt), gpt)
+    assert failure.value.code == "check.wrong_logits_shape"
+    with pytest.raises(CheckFailed) as failure:
+        stretch.whole_model(other, gpt)
+    assert failure.value.code == "check.logits_differ"
+
+
+# --- The watch on delegated answers, and the package's inverted-mask error --------------------
+
+
+def test_the_empty_row_error_names_the_inverted_mask():
+    Q = torch.randn(3, 4)
+    with pytest.raises(ValueError, match="inverted mask") as failure:
+        tl.scaled_dot_product_attention(Q, Q, Q, ~tl.causal_mask(3))
+    assert "padding" in str(failure.value)
+
+
+def test_the_watch_leaves_no_hook_behind():
+    before = (sys.getprofile(), threading.getprofile())
+    with pytest.raises(CheckFailed):
+        run(EX1, "return tl.scaled_dot_product_attention(Q, K, V, allowed)")
+    assert (sys.getprofile(), threading.getprofile()) == before

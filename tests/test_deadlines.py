@@ -1,0 +1,153 @@
+"""Due dates: collect records when each notebook was handed in, autograde has nbgrader take the
+late penalty course.toml asks for, and an extension makes a late notebook on time."""
+
+from __future__ import annotations
+
+import json
+import struct
+import zipfile
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from nbgrader.api import Gradebook
+
+from grader import collect, deadlines
+from grader.autograde import autograde
+from grader.course import db_url
+from maintainer.fabricated_class import release
+from maintainer.notebook_build import SOLUTION_MARKERS
+
+ROOT = Path(__file__).resolve().parents[1]
+NAME = "01_attention"
+DUE = datetime(2027, 1, 15, 23, 59)  # UTC, as the gradebook keeps it
+LATE = (2027, 1, 17, 1, 0, 0)  # 1 d 1 h 1 min late: two started days
+COURSE_TOML = """timezone = "UTC"
+
+[due]
+01_attention = 2027-01-15T23:59:00+00:00
+
+[extensions.ext_days]
+01_attention = 2
+
+[extensions.EXT_DATE]   # ids are matched whatever their case
+01_attention = "2027-01-17T02:00:00+01:00"
+
+[late]
+penalty = "percent_per_day"
+percent_per_day = 25
+"""
+# student -> when the zip says they handed in
+HANDED_IN = {
+    "ontime": (2027, 1, 15, 20, 0, 0),
+    "late": LATE,
+    "ext_days": LATE,
+    "ext_date": LATE,
+}
+
+
+def perfect(course: Path) -> str:
+    """The release with every exercise filled in with its solution: 4 points of 4."""
+    release = json.loads((course / "release" / NAME / f"{NAME}.ipynb").read_text())
+    source = json.loads((course / "source" / NAME / f"{NAME}.ipynb").read_text())
+    solutions = {
+        c["metadata"]["nbgrader"]["grade_id"]: SOLUTION_MARKERS.sub("", "".join(c["source"]))
+        for c in source["cells"]
+        if c["metadata"].get("nbgrader", {}).get("solution")
+    }
+    for cell in release["cells"]:
+        grade_id = cell["metadata"].get("nbgrader", {}).get("grade_id")
+        if grade_id in solutions:
+            cell["source"] = solutions[grade_id]
+    return json.dumps(release)
+
+
+@pytest.fixture(scope="module")
+def course(tmp_path_factory) -> Path:
+    course = tmp_path_factory.mktemp("course")
+    release(course)
+    (course / "course.toml").write_text(COURSE_TOML)
+    return course
+
+
+@pytest.fixture(scope="module")
+def graded(course, tmp_path_factory):
+    downloads = tmp_path_factory.mktemp("downloads") / "canvas.zip"
+    with zipfile.ZipFile(downloads, "w") as archive:
+        for student, when in HANDED_IN.items():
+            entry = zipfile.ZipInfo(f"{student}_{NAME}.ipynb", date_time=when)
+            archive.writestr(entry, perfect(course))
+    collect.collect(downloads, course)
+    # Our own solutions: trusted, so no sandbox is needed to grade them.
+    outcomes = autograde(course, workers=2, cell_timeout=20, progress=False, sandboxed=False)
+    return {o.student: o for o in outcomes}
+
+
+def test_collect_writes_the_zip_entry_time_as_timestamp_txt(course, graded):
+    for student, when in HANDED_IN.items():
+        stamp = course / "submitted" / student / NAME / "timestamp.txt"
+        expected = datetime(*when).strftime("%Y-%m-%d %H:%M:%S.000000 UTC")
+        assert stamp.read_text().strip() == expected
+
+
+def test_a_late_notebook_gets_the_penalty_in_the_gradebook(course, graded):
+    assert graded["late"].status == "graded" and graded["late"].score == 4
+    assert graded["late"].late_penalty == 2  # two started days at 25 %
+    assert graded["late"].seconds_late == 90060
+    assert deadlines.lateness(course, "late", NAME) == (90060.0, 2.0)
+    assert deadlines.lateness(course, "ontime", NAME) == (0.0, 0.0)
+    assert deadlines.lateness(course, "nobody", NAME) == (0.0, 0.0)
+    with Gradebook(db_url(course)) as gb:
+        assert gb.find_assignment(NAME).duedate == DUE
+        late = gb.find_submission(NAME, "late")
+        assert late.timestamp == datetime(*LATE)
+        assert late.notebooks[0].late_submission_penalty == 2
+        assert late.score - late.late_submission_penalty == 2  # what nbgrader's export says
+    text = (course / "reports" / "autograde.md").read_text()
+    assert "| late | 4 / 4 late −2 | 2 / 4 |" in text
+    assert "- late / 01_attention: handed in 1 d 1 h late (course.toml): 2 of 4 points" in text
+    assert "| ontime | 4 / 4 | 4 / 4 |" in text
+
+
+def test_an_extension_makes_it_on_time(course, graded):
+    for student in ("ext_days", "ext_date"):
+        assert graded[student].score == 4
+        assert graded[student].late_penalty == 0 and graded[student].seconds_late == 0
+        assert deadlines.lateness(course, student, NAME) == (0.0, 0.0)
+    with Gradebook(db_url(course)) as gb:
+        assert gb.find_submission(NAME, "ext_days").extension == timedelta(days=2)
+        # 02:00 at +01:00 is 01:00 UTC on the 17th: handed in at exactly the new due date
+        assert gb.find_submission(NAME, "ext_date").extension == timedelta(
+            days=1, hours=1, minutes=1
+        )
+        assert gb.find_submission(NAME, "ontime").extension is None
+
+
+def test_a_changed_policy_applies_without_grading_again(course, graded):
+    toml = course / "course.toml"
+    try:
+        toml.write_text(COURSE_TOML.replace('"percent_per_day"', '"zero"'))
+        rerun = autograde(course, cell_timeout=20, progress=False, sandboxed=False)
+        again = {o.student: o for o in rerun}
+    finally:
+        toml.write_text(COURSE_TOML)
+    assert again["late"].status == "unchanged"  # nothing ran again
+    assert again["late"].late_penalty == 4 and again["ontime"].late_penalty == 0
+    assert deadlines.lateness(course, "late", NAME) == (90060.0, 4.0)
+
+
+def test_the_zip_extended_timestamp_is_read_as_utc():
+    moment = datetime(2027, 1, 15, 23, 0, tzinfo=UTC)
+    extra = struct.pack("<HHBi", 0x5455, 5, 1, int(moment.timestamp()))
+    info = zipfile.ZipInfo("a.ipynb", date_time=(1999, 1, 1, 0, 0, 0))  # local, ignored
+    info.extra = extra
+    assert collect._zip_time(info) == moment.timestamp()
+
+
+def test_percent_per_day_counts_started_days_and_stops_at_the_score():
+    plugin = deadlines.PercentPerDay(percent_per_day=30)
+    assert plugin.late_submission_penalty("s", 10, 0) is None
+    assert plugin.late_submission_penalty("s", 10, 1) == 3
+    assert plugin.late_submission_penalty("s", 10, 86400) == 3
+    assert plugin.late_submission_penalty("s", 10, 86401) == 6
+    assert plugin.late_submission_penalty("s", 10, 10 * 86400) == 10

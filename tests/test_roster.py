@@ -1,0 +1,179 @@
+"""The roster: loading it, and collect filing LMS downloads under the students on it (or saying
+why not), on a course released into a temporary folder."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from nbgrader.api import Gradebook
+
+from grader import collect
+from grader.__main__ import main
+from grader.course import GradingError, db_url
+from grader.roster import import_roster
+from maintainer.fabricated_class import release
+
+ROOT = Path(__file__).resolve().parents[1]
+ROSTER = """id,first_name,last_name,email,lms_user_id
+alice,Alice,Archer,alice@example.edu,
+jdoe05,Jane,Doe,jdoe05@example.edu,
+jdoe0,Jim,Doe,,
+smithj,John,Smith,john@example.edu,12345
+mweber,Maria,Weber,,
+mzoe,Zoë,Müller,,
+carol,Carol,Reed,,
+bob,Bob,Stone,,
+"""
+# file name -> (student, notebook), or None where collect must report it and file nothing
+DOWNLOADS = {
+    "Alice_01_attention.ipynb": ("alice", "01_attention"),
+    "alice_Copy of 02_causal_mask (1).ipynb": ("alice", "02_causal_mask"),
+    "jdoe05_06_stretch.ipynb": ("jdoe05", "06_stretch"),
+    # Canvas: the user id names John Smith, whatever the login says
+    "jsmith_LATE_12345_67890_01_attention-1.ipynb": ("smithj", "01_attention"),
+    # Canvas: no user id on the roster for her, so the login ("Weber, Maria") does
+    "webermaria_23456_78901_01_attention.ipynb": ("mweber", "01_attention"),
+    "CAROL_34567_89012_01_attention.ipynb": ("carol", "01_attention"),
+    # Moodle: the full name, in either order, accents and case aside
+    "Zoe Müller_1234567_assignsubmission_file_01_attention.ipynb": ("mzoe", "01_attention"),
+    "Bob Stone_7654321_assignsubmission_file_/01_attention.ipynb": ("bob", "01_attention"),
+    # the course's own pattern: "LMS-<id>-<anything>"
+    "LMS-jdoe0-week1-01_attention.ipynb": ("jdoe0", "01_attention"),
+    # not on the roster: reported, never a new student
+    "mallory_01_attention.ipynb": None,
+    "nobodyhere_99999_11111_01_attention.ipynb": None,
+    "Eve Intruder_555_assignsubmission_file_01_attention.ipynb": None,
+}
+PATTERN = r"^LMS-(?P<student>[^-]+)-"
+
+
+@pytest.fixture(scope="module")
+def released(tmp_path_factory) -> Path:
+    course = tmp_path_factory.mktemp("released")
+    release(course)
+    return course
+
+
+@pytest.fixture
+def course(released, tmp_path) -> Path:
+    """A fresh copy of the released course for each test: no roster, no submissions."""
+    return Path(shutil.copytree(released, tmp_path / "course"))
+
+
+def downloads(course: Path, folder: Path, names=DOWNLOADS) -> Path:
+    for name in names:
+        # Any release notebook: the names say which notebook each one is.
+        notebook = course / "release" / "01_attention" / "01_attention.ipynb"
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(notebook, folder / name)
+    return folder
+
+
+def roster(course: Path, tmp_path: Path, text: str = ROSTER) -> None:
+    path = tmp_path / "students.csv"
+    path.write_text(text)
+    main(["--course", str(course), "roster", str(path)])
+
+
+def test_the_roster_goes_into_the_gradebook(course, tmp_path):
+    roster(course, tmp_path)
+    with Gradebook(db_url(course)) as gb:
+        students = {s.id: s for s in gb.students}
+        assert sorted(students) == sorted(line.split(",")[0] for line in ROSTER.split()[1:])
+        assert students["smithj"].lms_user_id == "12345"
+        assert students["alice"].email == "alice@example.edu"
+        assert students["alice"].lms_user_id is None  # an empty cell, as nbgrader imports it
+    # Loaded again with a change: updated, not doubled.
+    roster(course, tmp_path, ROSTER.replace("alice@example.edu", "alice@new.edu"))
+    with Gradebook(db_url(course)) as gb:
+        assert gb.find_student("alice").email == "alice@new.edu"
+        assert len(gb.students) == 8
+
+
+def test_ids_that_differ_only_in_case_are_refused(course, tmp_path):
+    path = tmp_path / "students.csv"
+    path.write_text("id,first_name\nalice,A\nAlice,B\n")
+    with pytest.raises(GradingError, match="'Alice' is 'alice' already"):
+        import_roster(course, path)
+    path.write_text("first_name\nA\n")
+    with pytest.raises(GradingError, match="needs an `id` column"):
+        import_roster(course, path)
+
+
+def test_lms_names_go_to_the_students_on_the_roster(course, tmp_path, capsys):
+    roster(course, tmp_path)
+    (course / "course.toml").write_text(f"[collect]\npattern = '{PATTERN}'\n")
+    folder = downloads(course, tmp_path / "downloads")
+    main(["--course", str(course), "collect", str(folder)])
+    found = {f.source: f for f in collect.collect(folder, course)}
+    for name, expected in DOWNLOADS.items():
+        item = found[name]
+        if expected is None:
+            assert item.student is None and item.note.startswith("skipped:"), name
+            assert "roster" in item.note
+        else:
+            assert (item.student, item.assignment) == expected, name
+            submitted = course / "submitted" / expected[0] / expected[1]
+            assert (submitted / f"{expected[1]}.ipynb").is_file()
+            assert (submitted / "timestamp.txt").is_file()
+    # Nobody off the roster got a folder, and the gradebook has no one new.
+    on_roster = {line.split(",")[0] for line in ROSTER.split()[1:]}
+    assert {p.name for p in (course / "submitted").iterdir()} <= on_roster
+    with Gradebook(db_url(course)) as gb:
+        assert {s.id for s in gb.students} == on_roster
+    text = (course / "reports" / "collect.md").read_text()
+    assert "'mallory_01_attention' does not start with an id on the roster" in text
+    assert "Canvas name 'nobodyhere', user id 99999 is not on the roster" in text
+    assert "Moodle name 'Eve Intruder' is not on the roster" in text
+    # jdoe05 handed in 06 only: missing from 01; Jane's twin jdoe0 is not confused with her.
+    assert "- 01_attention (1): jdoe05" in text
+    assert "- 06_stretch (7): " in text
+    assert "- any notebook of this batch (0): nobody" in text
+    capsys.readouterr()
+
+
+def test_the_pattern_option_and_an_ambiguous_name(course, tmp_path):
+    roster(course, tmp_path, ROSTER + "smith2,John,Smith,,\n")
+    names = ["LMS-alice-x-01_attention.ipynb", "smithjohn_42_43_01_attention.ipynb"]
+    folder = downloads(course, tmp_path / "downloads", names)
+    found = {f.source: f for f in collect.collect(folder, course, pattern=PATTERN)}
+    assert found[names[0]].student == "alice"
+    assert found[names[1]].student is None
+    assert "fits several on the roster (smith2, smithj)" in found[names[1]].note
+    with pytest.raises(GradingError, match="no \\(\\?P<student>"):
+        collect.collect(folder, course, pattern=r"^LMS-(\w+)")
+
+
+def test_without_a_roster_collect_works_as_before(course, tmp_path):
+    names = ["Alice_01_attention.ipynb", "alice/02_causal_mask.ipynb", "jdoe05_06_stretch.ipynb"]
+    names += ["mallory_01_attention.ipynb", "smithjohn_12345_67890_01_attention.ipynb"]
+    names += ["Bob Stone_7654321_assignsubmission_file_01_attention.ipynb"]
+    folder = downloads(course, tmp_path / "downloads", names)
+    found = {f.source: (f.student, f.assignment) for f in collect.collect(folder, course)}
+    assert found == {
+        "Alice_01_attention.ipynb": ("Alice", "01_attention"),  # case kept, as before
+        "alice/02_causal_mask.ipynb": ("alice", "02_causal_mask"),
+        "jdoe05_06_stretch.ipynb": ("jdoe05", "06_stretch"),  # was jdoe / 05_heads
+        "mallory_01_attention.ipynb": ("mallory", "01_attention"),
+        "smithjohn_12345_67890_01_attention.ipynb": ("smithjohn", "01_attention"),
+        "Bob Stone_7654321_assignsubmission_file_01_attention.ipynb": ("Bob_Stone", "01_attention"),
+    }
+    assert collect.missing(list(), course) == {}
+
+
+@pytest.mark.parametrize(
+    ("stem", "expected"),
+    [
+        ("jdoe05_06_stretch", ("06_stretch", "jdoe05")),
+        ("jdoe05_06", ("06_stretch", "jdoe05")),
+        ("student01_01_attention", ("01_attention", "student01")),
+        ("colab_Copy of 01_attention (1)", ("01_attention", "colab")),
+        ("bob 05 heads", ("05_heads", "bob")),
+    ],
+)
+def test_an_id_ending_in_digits_is_never_split(stem, expected):
+    names = ["01_attention", "02_causal_mask", "03_positions", "04_training", "05_heads"]
+    names.append("06_stretch")
+    assert collect._name_match(stem, names) == expected
