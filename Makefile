@@ -84,7 +84,7 @@ formgrader: setup ## grading: nbgrader's formgrader on the course (127.0.0.1, to
 class-report: setup ## grading: pass rates and common mistakes per exercise, reports/class.{md,csv,png} (seconds)
 	$(PY) -m grader $(COURSE_ARG) report
 
-test: setup ## run the tests (about 9 minutes on 2 CPU cores)
+test: setup ## run the tests (about 8 minutes on 2 CPU cores)
 	$(PY) -m pytest -q --durations=20
 
 test-quick: setup ## the tests that execute no notebook, grade nothing and train nothing (the inner loop)

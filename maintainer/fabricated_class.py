@@ -4,11 +4,14 @@ memory, tampering with the checks, snooping on the course...), built from a real
 
 from __future__ import annotations
 
+import atexit
 import copy
 import inspect
 import json
+import shutil
 import subprocess
 import sys
+import tempfile
 import zipfile
 from pathlib import Path
 
@@ -20,9 +23,18 @@ NAMES = ["01_attention", "02_causal_mask", "03_positions", "04_training", "05_he
 RELEASE = [sys.executable, "-m", "maintainer.notebook_build", "--no-workshop", "--course"]
 
 
+_BUILT: list[Path] = []  # one release per process, copied into every course that asks
+
+
 def release(course: Path) -> None:
-    """`make release` into `course`: nbgrader's source and release, built from solutions/."""
-    subprocess.run([*RELEASE, str(course)], check=True, cwd=ROOT, capture_output=True)
+    """`make release` into `course`: nbgrader's source and release, built from solutions/ once
+    per process (a build takes seconds; a copy, milliseconds)."""
+    if not _BUILT:
+        built = Path(tempfile.mkdtemp(prefix="tl-release-")) / "course"
+        atexit.register(shutil.rmtree, built.parent, True)
+        subprocess.run([*RELEASE, str(built)], check=True, cwd=ROOT, capture_output=True)
+        _BUILT.append(built)
+    shutil.copytree(_BUILT[0], course, dirs_exist_ok=True)
 
 
 WRONG_ATTENTION = """def scaled_dot_product_attention(Q, K, V, allowed=None):
