@@ -389,12 +389,13 @@ def _randomize_norms(block, seed: int) -> None:
             ln.bias.copy_(0.3 * _randn(ln.bias.shape, generator=g))
 
 
+def _attention_of(block):
+    """The block's attention layer as a function of its input, its output only."""
+    return lambda X: block.attn(X)[0]
+
+
 def _block_mistakes(ref, H) -> dict[str, tuple[str, torch.Tensor]]:
-    ln1, ln2, ffn = ref.ln1, ref.ln2, ref.ffn
-
-    def mha(X):
-        return ref.attn(X)[0]
-
+    ln1, ln2, ffn, mha = ref.ln1, ref.ln2, ref.ffn, _attention_of(ref)
     with _no_grad():
         pre = H + mha(ln1(H))  # the right H'
         post = ln1(H + mha(H))
@@ -426,11 +427,7 @@ def _block_mistakes(ref, H) -> dict[str, tuple[str, torch.Tensor]]:
 
 def _norm_mistakes(ref, H) -> dict[str, tuple[str, torch.Tensor]]:
     """LayerNorms in the wrong place, on the wrong tensor, or missing."""
-    ln1, ln2, ffn = ref.ln1, ref.ln2, ref.ffn
-
-    def mha(X):
-        return ref.attn(X)[0]
-
+    ln1, ln2, ffn, mha = ref.ln1, ref.ln2, ref.ffn, _attention_of(ref)
     with _no_grad():
         pre = H + mha(ln1(H))  # the right H'
         normed = ln1(H)

@@ -28,6 +28,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import deadlines
 from .autograde import load_outcomes
 from .course import assignments, db_url
 
@@ -67,23 +68,6 @@ class Row:
         return sum(m.score for m in self.marks.values() if m.status in COUNTED)
 
 
-def lateness(course: Path, student: str, assignment: str) -> tuple[float, float]:
-    """(seconds late, points taken) from grader/deadlines.py, which reads them from the gradebook
-    (course.toml's due dates, extensions and [late] policy); (0, 0) where it is not there."""
-    try:
-        from . import deadlines
-    except ImportError:
-        return 0.0, 0.0
-    find = getattr(deadlines, "lateness", None)
-    if find is None:
-        return 0.0, 0.0
-    try:
-        seconds, penalty = find(course, student, assignment)
-    except FileNotFoundError:  # no deadlines configured for this course
-        return 0.0, 0.0
-    return float(seconds or 0), float(penalty or 0)
-
-
 def penalised(score: float, penalty: float) -> float:
     """The penalty is in points (nbgrader's late_submission_penalty), taken off the score."""
     return round(max(score - max(penalty, 0.0), 0.0), 2)
@@ -112,7 +96,7 @@ def mark(course: Path, student: str, name: str, score: float | None, outcome) ->
     if score is None:
         handed_in = (Path(course) / "submitted" / student / name / f"{name}.ipynb").is_file()
         return Mark(None, "pending") if handed_in else Mark(0.0, "missing")
-    seconds, penalty = lateness(course, student, name)
+    seconds, penalty = deadlines.lateness(course, student, name)
     if seconds > 0:
         return Mark(penalised(score, penalty), "late")
     return Mark(score, "graded")

@@ -202,14 +202,7 @@ def test_a_cluster_started_as_documented_grades_like_the_local_pool_despite_a_lo
     )
     assert len(local) == 5 and {o.status for o in local} == {"graded"}
 
-    grader = subprocess.Popen(
-        autograde_command(course, cluster.address),
-        cwd=ROOT,
-        env=cluster.env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    grader = start_autograde(course, cluster)
     try:
         workers = {worker.pid for worker in cluster.workers}  # each leads its own group
 
@@ -242,15 +235,7 @@ def test_ctrl_c_stops_the_jobs_on_the_workers(tmp_path, cluster):
     cell["source"] = f"import time\n\ntime.sleep({GRADING_S})\n" + "".join(cell["source"])
     write(tmp_path / "downloads" / "sam" / f"{NAME}.ipynb", slow)
     collect.collect(tmp_path / "downloads", course)
-    grader = subprocess.Popen(
-        autograde_command(course, cluster.address),
-        cwd=ROOT,
-        env=cluster.env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
+    grader = start_autograde(course, cluster, start_new_session=True)
     try:
         wait_for(lambda: supervisor_under(cluster.groups), STARTUP_S, "job on a worker")
         time.sleep(2)  # into the notebook's sleep
@@ -290,6 +275,19 @@ def alive(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0] != "Z"
     except OSError:
         return False
+
+
+def start_autograde(course: Path, cluster, **popen) -> subprocess.Popen:
+    """`python -m grader autograde --scheduler ...` on the cluster, as a terminal would start it."""
+    return subprocess.Popen(
+        autograde_command(course, cluster.address),
+        cwd=ROOT,
+        env=cluster.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        **popen,
+    )
 
 
 def supervised(job: list[str], run: str, env: dict) -> subprocess.Popen:
