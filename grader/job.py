@@ -20,16 +20,11 @@ import tempfile
 import time
 import uuid
 
-# nbformat imports jsonschema, which builds an IRI grammar at import time when rfc3987-syntax is
-# installed (Jupyter's event schemas pull it in): most of a CPU second in every job, for a format
-# no notebook schema uses. Marked absent, it is skipped.
-sys.modules.setdefault("rfc3987_syntax", None)
+import nbformat
+from nbclient import NotebookClient
+from nbclient.exceptions import DeadKernelError
 
-import nbformat  # noqa: E402
-from nbclient import NotebookClient  # noqa: E402
-from nbclient.exceptions import DeadKernelError  # noqa: E402
-
-from .course import MEMORY_GB  # noqa: E402
+from .course import MEMORY_GB
 
 # What the kernel may see of the grader's environment: enough to run Python and find the data.
 PASSED_ENV = (

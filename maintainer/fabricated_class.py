@@ -23,18 +23,20 @@ NAMES = ["01_attention", "02_causal_mask", "03_positions", "04_training", "05_he
 RELEASE = [sys.executable, "-m", "maintainer.notebook_build", "--no-workshop", "--course"]
 
 
-_BUILT: list[Path] = []  # one release per process, copied into every course that asks
+_BUILT: dict[str | None, Path] = {}  # one release per process and publish URL, copied on ask
 
 
-def release(course: Path) -> None:
-    """`make release` into `course`: nbgrader's source and release, built from solutions/ once
-    per process (a build takes seconds; a copy, milliseconds)."""
-    if not _BUILT:
+def release(course: Path, publish_url: str | None = None) -> None:
+    """`make release [PUBLISH_URL=...]` into `course`: nbgrader's source, release and the copy
+    to publish, built from solutions/ once per process (a build takes seconds; a copy,
+    milliseconds)."""
+    if publish_url not in _BUILT:
         built = Path(tempfile.mkdtemp(prefix="tl-release-")) / "course"
         atexit.register(shutil.rmtree, built.parent, True)
-        subprocess.run([*RELEASE, str(built)], check=True, cwd=ROOT, capture_output=True)
-        _BUILT.append(built)
-    shutil.copytree(_BUILT[0], course, dirs_exist_ok=True)
+        publish = ["--publish-url", publish_url] if publish_url else []
+        subprocess.run([*RELEASE, str(built), *publish], check=True, cwd=ROOT, capture_output=True)
+        _BUILT[publish_url] = built
+    shutil.copytree(_BUILT[publish_url], course, dirs_exist_ok=True)
 
 
 WRONG_ATTENTION = """def scaled_dot_product_attention(Q, K, V, allowed=None):
@@ -44,9 +46,17 @@ WRONG_ATTENTION = """def scaled_dot_product_attention(Q, K, V, allowed=None):
     A = torch.softmax(scores, dim=-1)
     return A @ V, A
 """
-LOOPING_ATTENTION = """def scaled_dot_product_attention(Q, K, V, allowed=None):
-    while True:
-        pass
+# Never returns when the checkpoint calls it; later cells get a wrong answer at once, so the
+# notebook pays one cell timeout, not one per cell that calls attention.
+LOOPING_ATTENTION = """looped = []
+
+
+def scaled_dot_product_attention(Q, K, V, allowed=None):
+    if not looped:
+        looped.append(True)
+        while True:
+            pass
+    return V, V
 """
 HOG_ATTENTION = """def scaled_dot_product_attention(Q, K, V, allowed=None):
     hog = torch.ones(10**12)  # 4 TB
@@ -167,8 +177,7 @@ def write(path: Path, nb) -> None:
 def fabricate(course: Path, folder: Path) -> None:
     for name in NAMES:
         write(folder / "perfect" / f"{name}.ipynb", perfect(course, name))
-    for name in ("01_attention", "04_training"):
-        write(folder / "untouched" / f"{name}.ipynb", untouched(course, name))
+    write(folder / "untouched" / "01_attention.ipynb", untouched(course, "01_attention"))
     partial = untouched(course, "01_attention")
     cell_of(partial, "ex0_read_the_model")["source"] = _text(
         cell_of(perfect(course, "01_attention"), "ex0_read_the_model")

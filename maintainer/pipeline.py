@@ -30,6 +30,7 @@ import math
 import os
 import platform
 import shutil
+import stat
 import statistics
 import sys
 import tempfile
@@ -258,6 +259,8 @@ def _write_atomically(baselines: dict, out: Path, files: dict[Path, Path] | None
             staged.append((Path(tmp.name), out))
             json.dump(baselines, tmp, indent=2)
             tmp.write("\n")
+        # The file everyone reads keeps its mode (a new one: 0644), not the temporary's 0600.
+        os.chmod(tmp.name, stat.S_IMODE(out.stat().st_mode) if out.is_file() else 0o644)
         with ctrl_c_waits():
             for tmp_path, target in staged:
                 os.replace(tmp_path, target)

@@ -40,6 +40,15 @@ def pytest_collection_modifyitems(items):
             item.add_marker(pytest.mark.heavy)
 
 
+# `make test` runs the files on parallel pytest workers (pytest-xdist, `--dist loadfile`: a file's
+# tests stay on one worker, so its module fixtures, a graded class or executed notebooks, are
+# built once). Each worker, and every notebook or job it starts, gets one torch thread: two
+# processes of two threads each on two cores run several times slower than two of one.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ["OMP_NUM_THREADS"] = "1"
+    torch.set_num_threads(1)
+
+
 @pytest.fixture(scope="session")
 def corpus():
     return load_corpus("cpu")

@@ -9,6 +9,7 @@ A place that can raise its code for several exercises is covered when one of the
 
 import ast
 import re
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -68,6 +69,7 @@ def _names_in(node) -> set[str]:
     return {name for name in found if NAME.match(name)}
 
 
+@cache  # parsed once, not once for each of the hundred-odd sites
 def code_sites() -> dict[str, set[str]]:
     """Where a code is made -> the full codes it can be (one of them must be tested)."""
     sites: dict[str, set[str]] = {}
@@ -114,6 +116,7 @@ def code_sites() -> dict[str, set[str]]:
     return sites
 
 
+@cache
 def _tested_codes() -> str:
     return "\n".join(
         p.read_text() for p in (ROOT / "tests").glob("*.py") if p.name != "test_codes.py"

@@ -104,7 +104,7 @@ def fresh_runtime(tmp_path: Path) -> dict[str, str]:
         # Colab mounts the Drive at /content/drive; this runtime's own place stands in for it.
         "TRANSFORMER_LAB_DRIVE": str(tmp_path / "mnt" / "drive"),
         "MPLBACKEND": "Agg",
-        "OMP_NUM_THREADS": "2",
+        "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "2"),  # Colab has 2 cores
         "LANG": "C.UTF-8",
     }
 
@@ -140,41 +140,62 @@ def printed(notebook: Path) -> str:
     return "".join(o.get("text", "") for c in cells if c.cell_type == "code" for o in c.outputs)
 
 
-@pytest.mark.parametrize("path", notebook_build.sources(), ids=lambda p: p.stem)
-def test_each_notebook_runs_alone_in_a_fresh_runtime(path, course_repository, tmp_path):
-    notebook, env = run_alone(path, course_repository, tmp_path)
+SOURCES = {p.stem: p for p in notebook_build.sources()}
+# Each notebook runs once. 04 and 05 as a student who lets them use the Drive, each on a machine
+# of its own; the rest with nobody at the keyboard, 06 among them: it looks for the student's
+# model as 05 does, so it shows the other answer (no Drive mounted, the course's model).
+THROUGH_DRIVE = ("04_training", "05_heads")
+
+
+@pytest.fixture(scope="module")
+def runs(course_repository, tmp_path_factory) -> dict[str, tuple[Path, dict[str, str]]]:
+    """Every notebook's run: the executed notebook and its runtime's environment."""
+    storage = tmp_path_factory.mktemp("google-drive")  # the student's Drive outlives runtimes
+    done = {}
+    for name, path in SOURCES.items():
+        here = tmp_path_factory.mktemp(name)
+        if name in THROUGH_DRIVE:
+            allowed = ["-p", "USE_DRIVE", "True"]  # the student's yes, given in advance
+            done[name] = run_alone(
+                path, course_repository, here, {"STANDIN_DRIVE": str(storage)}, allowed
+            )
+        else:
+            done[name] = run_alone(path, course_repository, here)
+    return done
+
+
+@pytest.mark.parametrize("name", SOURCES)
+def test_each_notebook_runs_alone_in_a_fresh_runtime(name, runs):
+    notebook, env = runs[name]
     content = notebook.parent
     clone = Path(env["HOME"]) / "transformer-lab"
     assert (clone / "notebooks").is_dir()  # the setup cell cloned the course
     last = nbformat.read(notebook, 4).cells[-1].outputs[0]["text"]
     assert env["PIP_TARGET"] in last  # and the notebook ran on the course it installed
     assert sorted(p.name for p in content.iterdir()) == [notebook.name]  # nothing left behind
-    # Nobody can answer papermill's kernel, so no notebook mounted the Drive on its own.
-    assert not Path(env["TRANSFORMER_LAB_DRIVE"]).exists()
+    for cell in nbformat.read(notebook, 4).cells:  # and every checkpoint passed
+        if cell.metadata.get("nbgrader", {}).get("grade") and cell.cell_type == "code":
+            said = "".join(o.get("text", "") for o in cell.outputs)
+            assert "✅" in said, f"{cell.metadata.nbgrader.grade_id} printed {said!r}"
+    if name not in THROUGH_DRIVE:  # nobody can answer papermill's kernel: nothing is mounted
+        assert not Path(env["TRANSFORMER_LAB_DRIVE"]).exists()
 
 
-def test_the_model_04_trained_reaches_05_and_06_through_the_drive(course_repository, tmp_path):
-    storage = tmp_path / "google-drive"  # the student's Drive: it outlives every runtime
-    sources = {p.stem: p for p in notebook_build.sources()}
-    said, envs = {}, {}
-    for name in ("04_training", "05_heads", "06_stretch"):  # each on a machine of its own
-        notebook, envs[name] = run_alone(
-            sources[name],
-            course_repository,
-            tmp_path / name,
-            {"STANDIN_DRIVE": str(storage)},
-            ["-p", "USE_DRIVE", "True"],  # the student's yes, given in advance
-        )
-        said[name] = printed(notebook)
+def test_the_model_04_trained_reaches_05_through_the_drive(runs):
+    said = {name: printed(notebook) for name, (notebook, _) in runs.items()}
+    storage = Path(runs["04_training"][1]["STANDIN_DRIVE"])
     in_drive = storage / "MyDrive" / "transformer-lab" / "mini_gpt.pt"
-    trained = Path(envs["04_training"]["HOME"]) / "transformer-lab" / "notebooks" / "mini_gpt.pt"
+    home = Path(runs["04_training"][1]["HOME"])
+    trained = home / "transformer-lab" / "notebooks" / "mini_gpt.pt"
     assert in_drive.read_bytes() == trained.read_bytes()  # 04 copied what it trained
     assert "Saved a copy to your Google Drive" in said["04_training"]
-    for name in ("05_heads", "06_stretch"):
-        clone = Path(envs[name]["HOME"]) / "transformer-lab" / "notebooks"
-        assert not (clone / "mini_gpt.pt").exists()  # nothing of 04's beside them
-        mine = "the mini-GPT you trained in notebook 04 (smoke budget), from your Google Drive"
-        assert mine in said[name], said[name][-2000:]
+    clone = Path(runs["05_heads"][1]["HOME"]) / "transformer-lab" / "notebooks"
+    assert not (clone / "mini_gpt.pt").exists()  # nothing of 04's beside it
+    mine = "the mini-GPT you trained in notebook 04 (smoke budget), from your Google Drive"
+    assert mine in said["05_heads"], said["05_heads"][-2000:]
     # 05 sets nothing recorded beside the student's own model: only its own distances.
     assert "You are looking at your own model" in said["05_heads"]
     assert "Recorded for run" not in said["05_heads"]
+    # 06, where nobody could allow the Drive, says so and studies the course's model.
+    assert "your Google Drive was not searched: nobody was there" in said["06_stretch"]
+    assert "the course's recorded mini-GPT of run" in said["06_stretch"]

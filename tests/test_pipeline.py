@@ -9,6 +9,7 @@ import signal
 from pathlib import Path
 
 import jsonschema
+import nbformat
 import pytest
 
 from maintainer import notebook_build, pipeline
@@ -62,6 +63,7 @@ def test_smoke_run_end_to_end(tmp_path):
     run = run_pipeline("smoke", [0, 1], "cpu", out, workdir=tmp_path / "work")
     written = json.loads(out.read_text())
     validate(written)
+    assert out.stat().st_mode & 0o777 == 0o644  # readable by all, as a checkout's files are
     assert list(written["runs"]) == ["smoke/cpu"]
     p = run["provenance"]
     assert p["seeds"] == [0, 1] and p["mode"] == "smoke" and p["device"] == "cpu"
@@ -70,7 +72,12 @@ def test_smoke_run_end_to_end(tmp_path):
     assert set(rows["gpt"]["seeds"]) == {"0", "1"} and "spread" in rows["gpt"]
     assert {"trigram", "5gram", "gpt", "lstm"} <= set(rows)
     assert set(run["results"]["score_spread"]) == {"16", "64", "256"}
-    assert (tmp_path / "work" / "smoke-cpu" / "executed").is_dir()  # kept for inspection
+    executed = tmp_path / "work" / "smoke-cpu" / "executed"  # kept for inspection
+    for source in notebook_build.sources():  # every checkpoint, hidden tests included, passed
+        for cell in nbformat.read(executed / f"{source.stem}.ipynb", 4).cells:
+            if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("grade"):
+                said = "".join(o.get("text", "") for o in cell.outputs)
+                assert "✅" in said, f"{source.stem} {cell.metadata.nbgrader.grade_id}: {said!r}"
     model = p["model"]  # the seed-0 mini-GPT travels with the course, checked by its digest
     assert model["seed"] == 0 and model["file"] == "mini_gpt-smoke-cpu.pt"
     assert sha256(tmp_path / model["file"]) == model["sha256"]

@@ -18,6 +18,7 @@ from grader import sandbox
 from grader.course import db_url, nbgrader_api, nbgrader_config
 from grader.formgrader import MANUAL, SandboxOnly
 from maintainer import notebook_build
+from maintainer.fabricated_class import release
 
 ROOT = Path(__file__).resolve().parents[1]
 PUBLISH_URL = "github.com/acme/transformer-lab-2026/blob/main"
@@ -51,7 +52,7 @@ def built(tmp_path_factory) -> dict[str, Path]:
     courses = {}
     for label, url in (("published", PUBLISH_URL), ("bare", None)):
         course = tmp_path_factory.mktemp(label) / "course"
-        notebook_build.build(None, course, publish_url=url)
+        release(course, publish_url=url)
         courses[label] = course
     return courses
 
@@ -183,7 +184,7 @@ def test_hand_grades_stay_done_until_the_answer_changes(tmp_path):
     from maintainer.fabricated_class import cell_of, perfect, write
 
     course = tmp_path / "course"
-    notebook_build.build(None, course)
+    release(course)
     nb = perfect(course, MANUAL)
     cell_of(nb, "ex4_prediction")["source"] = PREDICTION
     submitted = course / "submitted" / "ada" / MANUAL / f"{MANUAL}.ipynb"
