@@ -101,3 +101,15 @@ def checkout_copy(folder: Path, monkeypatch) -> Path:
     monkeypatch.setattr(grader.sandbox, "ROOT", folder)
     monkeypatch.setattr(grader.autograde, "ROOT", folder)
     return folder
+
+
+def checkpoints_without_a_tick(notebook) -> dict[str, str]:
+    """The checkpoint cells of an executed notebook that printed no ✅: grade id -> what they
+    printed."""
+    printed = {}
+    for cell in notebook.cells:
+        if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("grade"):
+            printed[cell.metadata.nbgrader.grade_id] = "".join(
+                o.get("text", "") for o in cell.outputs
+            )
+    return {grade_id: text for grade_id, text in printed.items() if "✅" not in text}
