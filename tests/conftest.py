@@ -15,29 +15,37 @@ if not os.environ.get(OVERRIDE_ENV) and SHARED_CORPUS.is_file():
 
 # Files whose tests execute notebooks, grade in the sandbox or train models: `make test-quick`
 # leaves them out (marked `heavy` here, so a new test in them is heavy without a decorator).
-HEAVY = {
-    "test_autograde_interrupt",
-    "test_bench",
-    "test_dask_cluster",
-    "test_deadlines",
-    "test_formgrader",
-    "test_fresh_runtime",
-    "test_gradesheet",
+# Longest first: `make test` hands files to its workers in this order, so that no long file
+# starts last and runs on alone (`--no-loadscope-reorder` keeps pytest-xdist from sorting the
+# files by their number of tests instead).
+HEAVY = (
     "test_grading",
-    "test_notebooks",
+    "test_fresh_runtime",
     "test_pipeline",
-    "test_roster",
     "test_sandbox",
-    "test_term",
-    "test_train",
+    "test_dask_cluster",
     "test_whole_term",
-}
+    "test_notebooks",
+    "test_term",
+    "test_autograde_interrupt",
+    "test_formgrader",
+    "test_gradesheet",
+    "test_train",
+    "test_deadlines",
+    "test_roster",
+    "test_bench",
+)
 
 
 def pytest_collection_modifyitems(items):
+    def module(item) -> str:
+        return item.module.__name__.rpartition(".")[2]
+
     for item in items:
-        if item.module.__name__.rpartition(".")[2] in HEAVY:
+        if module(item) in HEAVY:
             item.add_marker(pytest.mark.heavy)
+    # A stable sort: the heavy files first, the rest after, each file's tests in their order.
+    items.sort(key=lambda item: HEAVY.index(module(item)) if module(item) in HEAVY else len(HEAVY))
 
 
 # `make test` runs the files on parallel pytest workers (pytest-xdist, `--dist loadfile`: a file's
