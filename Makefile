@@ -35,9 +35,11 @@ PUBLISH_URL ?=
 # Grade only these students and/or notebooks (ids, space-separated); the report keeps the rest.
 STUDENT ?=
 NOTEBOOK ?=
+# An emailed fix: the time it was handed in (ISO 8601; the course's zone unless it has an offset).
+SUBMITTED_AT ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help setup train notebooks regenerate-baselines test test-quick lint format bench clean \
+.PHONY: help setup train notebooks regenerate-baselines test test-quick lint format bench core-minutes clean \
 	release roster collect autograde feedback export class-report formgrader
 
 help: ## list the targets
@@ -67,8 +69,9 @@ release: setup ## grading: nbgrader source/, release/ and publish/ (for students
 roster: setup ## grading: load the class into the gradebook; collect then files only students on it: ROSTER=students.csv
 	$(PY) -m grader $(COURSE_ARG) roster "$(ROSTER)"
 
-collect: setup ## grading: sort a folder or zip of downloaded notebooks into submitted/: SUBMISSIONS=path [PATTERN=regex]
-	$(PY) -m grader $(COURSE_ARG) collect "$(SUBMISSIONS)" $(if $(PATTERN),--pattern '$(PATTERN)')
+collect: setup ## grading: keep a folder, zip or emailed notebook and sort it into submitted/: SUBMISSIONS=path [PATTERN=regex] [STUDENT=id SUBMITTED_AT=2026-10-03T14:00]
+	$(PY) -m grader $(COURSE_ARG) collect "$(SUBMISSIONS)" $(if $(PATTERN),--pattern '$(PATTERN)') \
+		$(if $(STUDENT),--student '$(STUDENT)') $(if $(SUBMITTED_AT),--submitted-at '$(SUBMITTED_AT)')
 
 autograde: setup ## grading: preflight, execute in parallel sandboxes (bubblewrap), score: WORKERS=2 [SCHEDULER=tcp://host:8786] [STUDENT=id] [NOTEBOOK=NN_topic] (one student: ~40 s on 2 cores)
 	$(PY) -m grader $(COURSE_ARG) autograde --workers $(WORKERS) $(if $(NO_SANDBOX),--no-sandbox) $(if $(SCHEDULER),--scheduler $(SCHEDULER)) \
@@ -102,6 +105,9 @@ format: setup ## ruff: fix what can be fixed and format (seconds)
 
 bench: setup ## tokens/s, chars/s, peak memory: ours vs a plain loop, CPU (+GPU); writes docs/bench/ (~2 min)
 	$(PY) -m maintainer.bench --device $(DEVICE)
+
+core-minutes: setup ## minutes of each notebook's core path beside the lecture's; writes docs/core_path.md (seconds)
+	$(PY) -m maintainer.core_minutes --write
 
 clean: ## remove caches and build leftovers (keeps .venv)
 	rm -rf .pytest_cache .ruff_cache build *.egg-info

@@ -6,10 +6,14 @@ replacing torch.allclose or a reference function afterwards does not change what
 
 from __future__ import annotations
 
+import os
 import re
-from contextlib import nullcontext
+import warnings
+from contextlib import contextmanager, nullcontext
 
 import torch
+
+import transformer_lab
 
 from ._watch import Forbidden, Watch
 
@@ -18,6 +22,13 @@ _allclose = torch.allclose
 _isfinite = torch.isfinite
 _equal = torch.equal
 _clone = torch.Tensor.clone
+_is_warn_always = torch.is_warn_always_enabled
+_set_warn_always = torch.set_warn_always
+_catch_warnings = warnings.catch_warnings
+_simplefilter = warnings.simplefilter
+_warn_explicit = warnings.warn_explicit
+# Warnings raised from these folders are the library's own, not the student's code.
+_LIBRARY = tuple(os.path.dirname(module.__file__) + os.sep for module in (torch, transformer_lab))
 
 
 _FORBIDDEN: dict[str, tuple[Forbidden, ...]] = {}
@@ -76,6 +87,53 @@ _RAISED = (
         "and do not reach for empty_row='zero'.",
     ),
     (
+        r"Boolean value of Tensor with more than one value is ambiguous",
+        "tensor_as_condition",
+        "A tensor of many values was used as one True or False: `if allowed:`, or `and`, `or`, "
+        "`not` applied to a tensor. To ask whether an optional argument was given, write "
+        "`if allowed is not None:`; to combine masks entry by entry, use &, | and ~.",
+    ),
+    (
+        r"only one element tensors can be converted to Python scalars",
+        "math_on_tensor",
+        "A tensor of many values went where Python needs one number: a function of the math "
+        "module (math.sqrt, math.exp, math.log) applied to a tensor, or float(...) of one. On "
+        "tensors use torch.sqrt, torch.exp, torch.log (or .sqrt(), .exp(), .log()); keep "
+        "math.sqrt for plain numbers such as d_k.",
+    ),
+    (
+        r"elements cannot be converted to Scalar",
+        "item_of_many",
+        ".item() reads the one number of a one-element tensor, and this tensor holds many: "
+        "reduce it first (e.g. .mean() over every position), then call .item().",
+    ),
+    (
+        r"must be Tensor, not (int|float)",
+        "number_not_tensor",
+        "A torch function got a plain number: sizes such as d_k = Q.shape[-1] and T are "
+        "Python ints, not tensors. For a number use math.sqrt(d_k) or d_k ** 0.5 (math.exp, "
+        "math.log); to build a mask, make a tensor first, e.g. "
+        "torch.ones(T, T, dtype=torch.bool).tril().",
+    ),
+    (
+        # PyTorch's warning now, its error in a later release.
+        r"`x\.T` on tensors of dimension other than 2",
+        "transpose_all_axes",
+        "`.T` was used on a tensor that is not 2-d. On more dimensions it reverses every "
+        "axis, (B, n_heads, T, d_k).T is (d_k, T, n_heads, B); on one it does nothing; "
+        "PyTorch is turning both into an error. Swap the last two axes with "
+        "K.transpose(-2, -1) (or K.mT); make a column of a 1-d tensor with [:, None].",
+    ),
+    (
+        # F.softmax's warning when it guesses the axis; torch.softmax's error.
+        r"Implicit dimension choice for (log_)?softmax|softmax\(\) missing 1 required "
+        r"positional arguments: \"dim\"",
+        "softmax_without_dim",
+        "A softmax is called without dim: torch.softmax refuses, and F.softmax guesses an "
+        "axis (on a 4-d tensor, axis 1: the heads). Name the axis that must sum to 1: "
+        "dim=-1, the keys of each query's scores, or the characters of each logit row.",
+    ),
+    (
         r"Expected target size|Expected input batch_size|only batches of spatial targets",
         "cross_entropy_not_flattened",
         "F.cross_entropy takes logits of shape (N, C) and targets of shape (N,): flatten both, "
@@ -107,26 +165,30 @@ _RAISED = (
         r"Expected size|not broadcastable|expanded size",
         "shapes_do_not_match",
         "The shapes do not line up. Two usual causes: K transposed over the wrong axes (use "
-        "K.transpose(-2, -1): K.T reverses every axis), or a mask that does not broadcast to "
-        "the scores' shape (..., T_q, T_k). Print the shapes of your tensors.",
+        "K.transpose(-2, -1)), or a mask that does not broadcast to the scores' shape "
+        "(..., T_q, T_k). Print the shapes of your tensors.",
     ),
     (
-        r"boolean|Bool|bool tensor",
+        r"bool tensor|boolean mask|boolean tensor|Boolean-type|dtype to be Bool",
         "mask_not_bool",
         "A mask must be a bool tensor (True where a query may read): build it with a "
         "comparison or dtype=torch.bool, and negate it with ~, which on a 0/1 integer tensor "
         "gives -1 and -2 instead.",
     ),
 )
+_RAISED_BY_NAME = {name: (pattern, hint) for pattern, name, hint in _RAISED}
+# Slips PyTorch only warns about: a warning of one of these fails the check.
+_WARNED = ("transpose_all_axes", "softmax_without_dim")
 _READ_THE_TRACEBACK = (
     "The traceback above this message points at the line of your code that failed."
 )
 
 
-def diagnose_error(err: BaseException) -> tuple[str, str]:
-    """(mistake name, hint) for an error a student's function raised: its usual cause when the
-    error's text tells it, else ("raised", where to look)."""
-    text = str(err)
+def diagnose_error(err: BaseException, warned: tuple[str, ...] = ()) -> tuple[str, str]:
+    """(mistake name, hint) for an error a student's function raised, told by the error's text
+    or by a warning the same code gave (`warned`): its usual cause when they tell it, else
+    ("raised", where to look)."""
+    text = "\n".join((str(err), *warned))
     for pattern, name, hint in _RAISED:
         if re.search(pattern, text):
             return name, f"{hint} {_READ_THE_TRACEBACK}"
@@ -143,30 +205,73 @@ def forbidden(exercise: str) -> tuple[Forbidden, ...]:
     return _FORBIDDEN.get(code(exercise, ""), ())
 
 
+@contextmanager
+def _warnings_kept():
+    """Record the warnings given while the student's code runs (a live list), then show them
+    again, once each. PyTorch gives some of them only once a process, so it is asked to give
+    each every time meanwhile."""
+    was = _is_warn_always()
+    _set_warn_always(True)
+    try:
+        with _catch_warnings(record=True) as seen:
+            _simplefilter("always")
+            yield seen
+    finally:
+        _set_warn_always(was)
+        shown = set()
+        for w in seen:
+            if (str(w.message), w.filename, w.lineno) not in shown:
+                shown.add((str(w.message), w.filename, w.lineno))
+                _warn_explicit(w.message, w.category, w.filename, w.lineno)
+
+
+def _slips_warned(seen: list) -> list[tuple[str, warnings.WarningMessage]]:
+    """(name, warning) of each warning that the student's own code (not the library) gave and
+    that names a slip of _WARNED."""
+    return [
+        (name, w)
+        for w in seen
+        if not w.filename.startswith(_LIBRARY)
+        for name in _WARNED
+        if re.search(_RAISED_BY_NAME[name][0], str(w.message))
+    ]
+
+
 def call(exercise: str, fn, *args, **kwargs):
     """Run the student's function, watching for the implementations the exercise forbids; a
     stub's NotImplementedError becomes a NotDoneYet, any other error a CheckFailed with a hint
-    for the causes it recognises."""
+    for the causes it recognises, and so does a warning that names a slip, even when the code
+    ran: its result is wrong or, in a later PyTorch, an error."""
     watch = Watch(forbidden(exercise))
-    try:
-        with watch if watch.rules else nullcontext():
-            result = fn(*args, **kwargs)
-    except NotImplementedError:
-        _refuse_delegation(exercise, watch)
-        raise NotDoneYet(
-            f"{exercise} is not done yet: replace the `raise NotImplementedError(...)` line in "
-            "its cell with your code, run that cell, then run this check again.",
-            code(exercise, "not_done"),
-        ) from None
-    except CheckFailed:
-        raise
-    except Exception as err:
-        _refuse_delegation(exercise, watch)
-        name, hint = diagnose_error(err)
-        raise CheckFailed(
-            f"{exercise} raised {type(err).__name__}: {err}. {hint}", code(exercise, name)
-        ) from err
+    with _warnings_kept() as seen:
+        try:
+            with watch if watch.rules else nullcontext():
+                result = fn(*args, **kwargs)
+        except NotImplementedError:
+            _refuse_delegation(exercise, watch)
+            raise NotDoneYet(
+                f"{exercise} is not done yet: replace the `raise NotImplementedError(...)` line "
+                "in its cell with your code, run that cell, then run this check again.",
+                code(exercise, "not_done"),
+            ) from None
+        except CheckFailed:
+            raise
+        except Exception as err:
+            _refuse_delegation(exercise, watch)
+            warned = tuple(str(w.message) for _, w in _slips_warned(seen))
+            name, hint = diagnose_error(err, warned)
+            raise CheckFailed(
+                f"{exercise} raised {type(err).__name__}: {err}. {hint}", code(exercise, name)
+            ) from err
     _refuse_delegation(exercise, watch)
+    slips = _slips_warned(seen)
+    if slips:
+        name, w = slips[0]
+        raise CheckFailed(
+            f"{exercise}: {_RAISED_BY_NAME[name][1]} (PyTorch's warning above points at line "
+            f"{w.lineno} of your code.)",
+            code(exercise, name),
+        )
     return result
 
 

@@ -9,6 +9,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from transformer_lab.attention import scaled_dot_product_attention as _reference
+from transformer_lab.model import GPTConfig, MiniGPT
 
 from ._core import (
     CheckFailed,
@@ -26,7 +27,7 @@ from ._core import (
 
 EX0 = "Exercise 0"
 EX1 = "Exercise 1"
-PARAMETERS = 824_897
+LAB = GPTConfig()  # the lab's sizes: d_model 128, n_heads 4, n_layers 4, T_max 128, 65 characters
 _softmax = torch.softmax
 
 _WRITE_IT = (
@@ -56,49 +57,72 @@ forbid(
     ),
 )
 
-# Parts of the count people often leave out or add, and what each is worth at the lab's sizes:
-# gap -> (mistake name, what the gap is).
-_MISCOUNTS = {
-    -16_384: (
-        "count_without_positions",
-        "the position table p_1 .. p_T_max (T_max x d_model = 128 x 128)",
-    ),
-    -8_320: ("count_without_embedding", "the token embedding table (65 x 128)"),
-    -8_385: ("count_without_output_layer", "the output layer W_o and its bias (128 x 65 + 65)"),
-    -65: ("count_without_output_bias", "the output layer's bias b_o"),
-    -512: (
-        "count_without_proj_bias",
-        "the bias b_proj of each layer's W_proj (4 layers x 128)",
-    ),
-    -2_304: (
-        "count_without_layernorms",
-        "the LayerNorm gains and biases (2 per block, plus the final one: 9 x 256)",
-    ),
-    -2_048: (
-        "count_without_block_layernorms",
-        "the LayerNorm gains and biases inside the blocks (8 x 256)",
-    ),
-    -256: ("count_without_final_layernorm", "the final LayerNorm (gain and bias, 2 x 128)"),
-    -2_560: (
-        "count_without_ffn_biases",
-        "the biases b_1 and b_2 of the feed-forward layers (4 x (512 + 128))",
-    ),
-    +12_288: (
-        "count_with_qkv_biases",
-        "biases on W_Q, W_K, W_V: the lab's projections have none",
-    ),
-    +589_824: (
-        "count_full_width_heads",
-        "W_Q, W_K and W_V counted at full width d_model x d_model for every head (3 x 3 "
-        "extra heads x 128 x 128 x 4 layers). A head projects to d_k = d_model / n_heads = 32 "
-        "columns, so the n_heads heads together share one 128 x 128 matrix each",
-    ),
-    -394_752: (
-        "count_ffn_width_d_model",
-        "a feed-forward layer of width d_model instead of d_ff = 4 x d_model = 512 (4 layers x "
-        "98,688)",
-    ),
-}
+
+def _miscounts(c: GPTConfig) -> dict[int, tuple[str, str]]:
+    """Parts of the count people often leave out or add, and what each is worth at the sizes
+    of `c` (the lab's): gap -> (mistake name, what the gap is)."""
+    d, L, V, d_ff = c.d_model, c.n_layers, c.vocab_size, c.d_ff
+    layer_norm = 2 * d  # a gain and a bias
+
+    def ffn(width: int) -> int:  # W_1 and W_2 with their biases
+        return d * width + width + width * d + d
+
+    return {
+        -c.T_max * d: (
+            "count_without_positions",
+            f"the position table p_1 .. p_T_max (T_max x d_model = {c.T_max} x {d})",
+        ),
+        -V * d: ("count_without_embedding", f"the token embedding table ({V} x {d})"),
+        -(d * V + V): (
+            "count_without_output_layer",
+            f"the output layer W_o and its bias ({d} x {V} + {V})",
+        ),
+        -V: ("count_without_output_bias", "the output layer's bias b_o"),
+        -L * d: (
+            "count_without_proj_bias",
+            f"the bias b_proj of each layer's W_proj ({L} layers x {d})",
+        ),
+        -(2 * L + 1) * layer_norm: (
+            "count_without_layernorms",
+            "the LayerNorm gains and biases (2 per block, plus the final one: "
+            f"{2 * L + 1} x {layer_norm})",
+        ),
+        -2 * L * layer_norm: (
+            "count_without_block_layernorms",
+            f"the LayerNorm gains and biases inside the blocks ({2 * L} x {layer_norm})",
+        ),
+        -layer_norm: (
+            "count_without_final_layernorm",
+            f"the final LayerNorm (gain and bias, 2 x {d})",
+        ),
+        -L * (d_ff + d): (
+            "count_without_ffn_biases",
+            f"the biases b_1 and b_2 of the feed-forward layers ({L} x ({d_ff} + {d}))",
+        ),
+        +3 * d * L: (
+            "count_with_qkv_biases",
+            f"biases on W_Q, W_K, W_V (3 x {d} x {L} layers): the lab's projections have none",
+        ),
+        +3 * (c.n_heads - 1) * d * d * L: (
+            "count_full_width_heads",
+            "W_Q, W_K and W_V counted at full width d_model x d_model for every head (3 x "
+            f"{c.n_heads - 1} extra heads x {d} x {d} x {L} layers). A head projects to d_k = "
+            f"d_model / n_heads = {c.d_k} columns, so the {c.n_heads} heads together share one "
+            f"{d} x {d} matrix each",
+        ),
+        -L * (ffn(d_ff) - ffn(d)): (
+            "count_ffn_width_d_model",
+            f"a feed-forward layer of width d_model instead of d_ff = 4 x d_model = {d_ff} "
+            f"({L} layers x {ffn(d_ff) - ffn(d):,})",
+        ),
+    }
+
+
+def _count(c: GPTConfig) -> int:
+    """The parameters of the lab's model, counted on the model itself (built on the meta
+    device: no memory, no draw from the random generator)."""
+    with torch.device("meta"):
+        return sum(p.numel() for p in MiniGPT(c).parameters())
 
 
 def exercise_0(read_the_model) -> None:
@@ -114,9 +138,10 @@ def exercise_0(read_the_model) -> None:
         raise CheckFailed(
             f"{EX0}: n_parameters should be a whole number (an int).", code(EX0, "count_not_int")
         )
-    if n_parameters != PARAMETERS:
-        gap = n_parameters - PARAMETERS
-        name, hint = _MISCOUNTS.get(gap, ("wrong_count", None))
+    right = _count(LAB)
+    if n_parameters != right:
+        gap = n_parameters - right
+        name, hint = _miscounts(LAB).get(gap, ("wrong_count", None))
         where = f" You are {abs(gap):,} {'short' if gap < 0 else 'over'}"
         raise CheckFailed(
             f"{EX0}: {n_parameters:,} is not the model's count.{where}"
@@ -132,37 +157,59 @@ def exercise_0(read_the_model) -> None:
             "dimension (look at `split` in MultiHeadAttention.forward).",
             code(EX0, "wrong_q_shape"),
         )
-    passed(
-        f"{EX0}: {PARAMETERS:,} parameters, and Q reaches your function as (B, n_heads, T, d_k)."
-    )
+    passed(f"{EX0}: {right:,} parameters, and Q reaches your function as (B, n_heads, T, d_k).")
 
 
 def _mistakes(Q, K, V, allowed) -> dict[str, tuple[str, torch.Tensor]]:
     """name -> (diagnosis, output V_bar) of the usual wrong versions, computed with our own
-    operations."""
-    d_k = Q.shape[-1]
+    operations: first the scaling of the scores, then the mask."""
     raw = Q.double() @ K.double().transpose(-2, -1)
-    V = V.double()
+    return {
+        **_scale_mistakes(Q, raw, V.double(), allowed),
+        **_mask_mistakes(Q, raw, V.double(), allowed),
+    }
 
-    def masked(scores, keep):
-        return scores if keep is None else scores.masked_fill(~keep, float("-inf"))
+
+def _masked(scores, keep):
+    return scores if keep is None else scores.masked_fill(~keep, float("-inf"))
+
+
+def _scale_mistakes(Q, raw, V, allowed) -> dict[str, tuple[str, torch.Tensor]]:
+    """The softmax and the scaling of the scores `raw` = Q K^T gone wrong."""
+    d_k = Q.shape[-1]
+
+    def attend(scores, dim=-1):
+        return _softmax(_masked(scores, allowed), dim) @ V
 
     out = {
         "softmax_wrong_axis": (
             "the softmax runs over the wrong axis: each row of A must sum to 1 over the keys, "
             "so use softmax(..., dim=-1)",
-            _softmax(masked(raw / math.sqrt(d_k), allowed), dim=-2) @ V,
+            attend(raw / math.sqrt(d_k), dim=-2),
         ),
-        "no_sqrt_dk": (
-            "the scores are not divided by sqrt(d_k) (Equation 3)",
-            _softmax(masked(raw, allowed), -1) @ V,
-        ),
+        "no_sqrt_dk": ("the scores are not divided by sqrt(d_k) (Equation 3)", attend(raw)),
         "divided_by_d_k": (
             "the scores are divided by d_k instead of sqrt(d_k): the variance argument of "
             "Equation 5 needs the square root",
-            _softmax(masked(raw / d_k, allowed), -1) @ V,
+            attend(raw / d_k),
+        ),
+        "scores_floor_divided": (
+            "the scores are floor-divided by sqrt(d_k) (`//`), which rounds each one down to a "
+            "whole number: divide with /",
+            attend(raw // math.sqrt(d_k)),
         ),
     }
+    # `/ d_k ** 1/2` is (... / d_k) / 2, and `/ (d_k ** 1/2)` divides by d_k / 2: each is
+    # listed where it differs from the right answer and the mistakes above (d_k / 2 is 1 when
+    # d_k = 2, and sqrt(d_k) when d_k = 4).
+    halves = {2 * d_k, d_k / 2} - {1, d_k, math.sqrt(d_k)}
+    if halves:
+        out["sqrt_precedence"] = (
+            "the scores are divided by d_k / 2 or 2 d_k, not sqrt(d_k): `d_k ** 1/2` is "
+            "(d_k ** 1) / 2, because ** binds tighter than /. Write d_k ** 0.5 or "
+            "math.sqrt(d_k)",
+            tuple(attend(raw / n) for n in halves),
+        )
     # d_k read from another axis than the last: the same values only where the sizes agree.
     sizes = sorted({size for size in Q.shape[:-1] if size != d_k})
     if sizes:
@@ -170,28 +217,35 @@ def _mistakes(Q, K, V, allowed) -> dict[str, tuple[str, torch.Tensor]]:
             "the scores are divided by the square root of another axis's size, not of d_k: "
             "d_k is the size of the last axis, Q.shape[-1] (with leading dimensions, "
             "Q.shape[1] is not d_k, and Q.shape[-2] is the number of positions)",
-            tuple(_softmax(masked(raw / math.sqrt(n), allowed), -1) @ V for n in sizes),
+            tuple(attend(raw / math.sqrt(n)) for n in sizes),
         )
-    if allowed is not None:
-        full = _softmax(raw / math.sqrt(d_k), -1)
-        out["mask_after_softmax"] = (
+    return out
+
+
+def _mask_mistakes(Q, raw, V, allowed) -> dict[str, tuple[str, torch.Tensor]]:
+    """The mask applied wrongly (none when there is no mask)."""
+    if allowed is None:
+        return {}
+    scaled = raw / math.sqrt(Q.shape[-1])
+    return {
+        "mask_after_softmax": (
             "the mask is applied after the softmax without renormalising: forbidden scores "
             "must become -inf *before* the softmax, or the kept weights still depend on them",
-            (full * allowed) @ V,
-        )
-        out["mask_zeroes_scores"] = (
+            (_softmax(scaled, -1) * allowed) @ V,
+        ),
+        "mask_zeroes_scores": (
             "the forbidden scores are set to 0 (multiplying the scores by the mask, or "
             "masked_fill with 0), but a score of 0 still gets the weight e^0 after the softmax. "
             "Forbidden scores must become -inf: scores.masked_fill(~allowed, float('-inf'))",
-            _softmax((raw / math.sqrt(d_k)) * allowed, -1) @ V,
-        )
-        out["mask_inverted"] = (
+            _softmax(scaled * allowed, -1) @ V,
+        ),
+        "mask_inverted": (
             "the mask is inverted: `allowed` is True where a query MAY read, so fill the "
             "scores where it is False (~allowed). PyTorch's nn.MultiheadAttention uses the "
             "opposite convention (True = masked out); this lab does not",
-            _softmax(raw.masked_fill(allowed, float("-inf")) / math.sqrt(d_k), -1) @ V,
-        )
-    return out
+            _softmax(scaled.masked_fill(allowed, float("-inf")), -1) @ V,
+        ),
+    }
 
 
 _NAN_HINT = (
@@ -252,15 +306,17 @@ def _wrong_weights_or_output(exercise: str, A, ref_A, V_bar, ref_V_bar):
 
 def _compare(fn, Q, K, V, allowed, case: str) -> None:
     exercise = f"{EX1} ({case})"
-    before = snapshot(Q, K, V)
     args = (Q, K, V) if allowed is None else (Q, K, V, allowed)
+    before = snapshot(*args)
     result = call(exercise, fn, *args)
     expect_unchanged(
         exercise,
         before,
-        (Q, K, V),
-        "your function changed Q, K or V in place (an operation ending in `_`, or `/=`). "
-        "Compute new tensors instead: the caller still needs its inputs.",
+        args,
+        "your function changed its inputs (Q, K, V or allowed) in place: an operation ending "
+        "in `_` (K.transpose_, Q.div_, allowed.logical_not_), or `/=`, `+=` on an input or on "
+        "a view of one (a transpose, a slice, a reshape shares the input's memory). Compute "
+        "new tensors instead: the caller still needs its inputs.",
     )
     ref_V_bar, ref_A = _reference(Q, K, V, allowed)
     V_bar, A = _pair(result, ref_V_bar, ref_A, exercise)
@@ -290,21 +346,43 @@ def _inputs(seed: int, lead: tuple, T_q: int, T_k: int, d_k: int, d_v: int, dtyp
     )
 
 
+def _random_case(
+    fn,
+    seed: int,
+    lead: tuple,
+    T_q: int,
+    T_k: int,
+    d_k: int,
+    d_v: int,
+    allowed,
+    what: str,
+    dtype=torch.float32,
+) -> None:
+    """Random Q, K, V of these sizes, named by them."""
+    sizes = [f"leading dims {lead}"] if lead else []
+    sizes.append(f"T = {T_q}" if T_q == T_k else f"T_q = {T_q}, T_k = {T_k}")
+    sizes.append(f"d_k = {d_k}" if d_k == d_v else f"d_k = {d_k}, d_v = {d_v}")
+    case = ", ".join([what, *sizes])
+    _compare(fn, *_inputs(seed, lead, T_q, T_k, d_k, d_v, dtype), allowed, case)
+
+
 def exercise_1(scaled_dot_product_attention) -> None:
     fn = scaled_dot_product_attention
+    # d_k = 8 first: at d_k = 2 some slips give the same numbers (`d_k ** 1/2` is 1).
+    _random_case(fn, 0, (), 5, 5, 8, 8, None, "no mask")
     # Module 3's worked example: Q = K, three positions, d_k = 2, causal.
     Q = torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
     V = torch.tensor([[1.0, 0.0], [0.0, 2.0], [3.0, 1.0]])
     allowed = torch.tensor([[True, False, False], [True, True, False], [True, True, True]])
-    _compare(fn, Q, Q.clone(), V, None, "3 positions, no mask")
-    _compare(fn, Q, Q.clone(), V, allowed, "3 positions, causal mask")
-    _compare(fn, *_inputs(0, (), 5, 5, 8, 8), None, "one sequence, T = 5, d_k = 8")
+    example = f"Module 3's example, {len(Q)} positions"
+    _compare(fn, Q, Q.clone(), V, None, f"{example}, no mask")
+    _compare(fn, Q, Q.clone(), V, allowed, f"{example}, causal mask")
     g = torch.Generator().manual_seed(1)
     random_mask = torch.rand(6, 6, generator=g) < 0.5
     random_mask[:, 0] = True
-    _compare(fn, *_inputs(1, (), 6, 6, 16, 16), random_mask, "T = 6 with a mask")
+    _random_case(fn, 1, (), 6, 6, 16, 16, random_mask, "a random mask")
     causal = torch.ones(7, 7, dtype=torch.bool).tril()
-    _compare(fn, *_inputs(2, (2, 4), 7, 7, 8, 8), causal, "leading dims (2, 4), causal")
+    _random_case(fn, 2, (2, 4), 7, 7, 8, 8, causal, "causal")
     passed(
         f"{EX1}: your attention matches Equations 3-4, with and without a mask, "
         "for any leading dimensions."
@@ -314,7 +392,7 @@ def exercise_1(scaled_dot_product_attention) -> None:
 def exercise_1_hidden(scaled_dot_product_attention) -> None:
     fn = scaled_dot_product_attention
     causal = torch.ones(9, 9, dtype=torch.bool).tril()
-    _compare(fn, *_inputs(10, (3,), 9, 9, 4, 4, torch.float64), causal, "float64, leading (3,)")
-    _compare(fn, *_inputs(11, (2,), 3, 9, 8, 5), None, "T_q != T_k, d_v != d_k")
-    _compare(fn, *_inputs(12, (2, 1, 3, 2), 4, 4, 6, 6), causal[:4, :4], "4 leading dims")
+    _random_case(fn, 10, (3,), 9, 9, 4, 4, causal, "float64, causal", torch.float64)
+    _random_case(fn, 11, (2,), 3, 9, 8, 5, None, "no mask")
+    _random_case(fn, 12, (2, 1, 3, 2), 4, 4, 6, 6, causal[:4, :4], "causal")
     passed(f"{EX1} (further cases): float64, non-square attention, deeper batches.")

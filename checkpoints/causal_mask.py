@@ -153,32 +153,39 @@ def _compare(causal_mask, T: int, case: str | None = None) -> torch.Tensor:
 
 
 def exercise_2(causal_mask) -> None:
-    # T = 5 first: the small cases alone cannot tell some mistakes apart.
-    for T in (5, 1, 2, 128):
+    sizes = (5, 1, 2, 128)  # T = 5 first: the small cases alone cannot tell some mistakes apart
+    for T in sizes:
         _compare(causal_mask, T)
-    passed(f"{EX2}: causal_mask(T) is the bool lower triangle of Equation 6 for T = 1, 2, 5, 128.")
+    passed(
+        f"{EX2}: causal_mask(T) is the bool lower triangle of Equation 6 for T = "
+        f"{', '.join(str(T) for T in sorted(sizes))}."
+    )
 
 
 def exercise_2_hidden(causal_mask) -> None:
-    for T in (3, 7, 64, 129, 300):
+    sizes = (3, 7, 64, 129, 300)
+    for T in sizes:
         _compare(causal_mask, T)
     # A fresh tensor on every call: a caller that edits one mask must not change the next one.
-    first = _compare(causal_mask, 6, "T = 6, first call")
+    T = 6
+    first = _compare(causal_mask, T, f"T = {T}, first call")
     try:
         _fill(first, False)
     except RuntimeError:
         pass  # a read-only view cannot be changed, so it cannot be corrupted either
-    again = call(EX2, causal_mask, 6)
-    if type(again) is not torch.Tensor or not _equal(again, _reference(6)):
+    again = call(EX2, causal_mask, T)
+    if type(again) is not torch.Tensor or not _equal(again, _reference(T)):
         raise CheckFailed(
             f"{EX2}: your function hands out a cached constant: after the mask returned by "
-            "causal_mask(6) was changed in place, the next call returned the changed mask. Build "
-            "a new tensor on every call (or return a .clone() of the cached one).",
+            f"causal_mask({T}) was changed in place, the next call returned the changed mask. "
+            "Build a new tensor on every call (or return a .clone() of the cached one).",
             code(EX2, "cached_constant"),
         )
     for T in (9, 4, 9):  # the result depends on the T of this call, not on an earlier one
         _compare(causal_mask, T, f"T = {T} after other sizes")
-    passed(f"{EX2} (further cases): T = 3 to 300, and a fresh mask on every call.")
+    passed(
+        f"{EX2} (further cases): T = {min(sizes)} to {max(sizes)}, and a fresh mask on every call."
+    )
 
 
 def attention_leak_test(causal_mask, attention=None, T: int = 8, t0: int = 5) -> float:
@@ -187,21 +194,40 @@ def attention_leak_test(causal_mask, attention=None, T: int = 8, t0: int = 5) ->
     The inputs X of T positions go through fixed projections to Q, K and V; then row t0 of X is
     replaced. Returns the largest change of an output before t0 (0.0 when nothing leaks).
     """
+    allowed = call(EX2, causal_mask, T)
+    expect_tensor(EX2, f"causal_mask({T})", allowed, (T, T))
+    return _leak_test(allowed, attention, t0, "your mask")
+
+
+def leak_demo(attention, T: int = 8, t0: int = 5) -> CheckFailed:
+    """The leak test on the course's own demonstration of a leaky `attention`, with the
+    reference mask: returns the failure it shows, so that a notebook can assert its code.
+
+    No exercise is graded here, so nothing is watched: the demonstration may use the package's
+    mask, which a student's answer to Exercise 2 may not."""
+    try:
+        _leak_test(_reference(T), attention, t0, "the right mask")
+    except CheckFailed as failure:
+        return failure
+    name = getattr(attention, "__name__", "this attention")
+    raise AssertionError(f"the leak test passed on {name}: it demonstrates nothing")
+
+
+def _leak_test(allowed: torch.Tensor, attention, t0: int, which: str) -> float:
     attention = _attention if attention is None else attention
     name = "the package's attention" if attention is _attention else "this attention"
+    T = allowed.shape[-1]
     g = _generator().manual_seed(0)
     d_model, d_k = 16, 8
     X = _randn(T, d_model, generator=g)
     W_Q, W_K, W_V = (_randn(d_model, d_k, generator=g) / d_model**0.5 for _ in range(3))
-    allowed = call(EX2, causal_mask, T)
-    expect_tensor(EX2, f"causal_mask({T})", allowed, (T, T))
 
     def step(X):
         try:
             return attention(X @ W_Q, X @ W_K, X @ W_V, _clone(allowed))
         except Exception as err:
             raise CheckFailed(
-                f"Leak test: {name} refused your mask ({type(err).__name__}: {err}). "
+                f"Leak test: {name} refused {which} ({type(err).__name__}: {err}). "
                 "Run the Exercise 2 checks first.",
                 code(EX2, "leak_mask_refused"),
             ) from err
@@ -234,7 +260,7 @@ def attention_leak_test(causal_mask, attention=None, T: int = 8, t0: int = 5) ->
             code(EX2, "leak_nothing_changed"),
         )
     passed(
-        f"Leak test on one attention step with your mask: every weight above the diagonal is "
+        f"Leak test on one attention step with {which}: every weight above the diagonal is "
         f"exactly 0, and changing position {t0} moved no earlier output (largest change 0.0) "
         f"while moving later ones by up to {later:.3g}."
     )

@@ -17,6 +17,7 @@ from ._core import (
     passed,
     snapshot,
 )
+from ._devices import DEVICE, DeviceMismatch, on_host, other_device
 
 EX5 = "Exercise 5"
 _arange = torch.arange
@@ -193,10 +194,41 @@ def _expect_form(result, A: torch.Tensor, case: str) -> None:
         )
 
 
-def _compare(fn, A: torch.Tensor, case: str, known: str | None = None) -> None:
+def _call_on_gpu(fn, A: torch.Tensor, case: str):
+    """The student's function as a GPU session runs it (simulated on this CPU by other_device):
+    A on the GPU, new tensors on the CPU unless they name a device. Returns the result on the
+    CPU, for the comparisons."""
+    try:
+        with other_device():
+            result = call(EX5, fn, A.to(DEVICE))
+            on_cpu = type(result) is torch.Tensor and on_host(result)
+            result = result.cpu() if type(result) is torch.Tensor else result
+    except CheckFailed as failure:
+        if not isinstance(failure.__cause__, DeviceMismatch):
+            raise
+        raise CheckFailed(
+            f"{EX5} ({case}): your function mixes tensors of two devices: "
+            f"{failure.__cause__}. On a GPU (Colab's T4) the model's A lives on the GPU, and a "
+            "tensor made without device= on the CPU, so the notebook's next cell would fail "
+            "there. Make the offsets on A's device: torch.arange(T, device=A.device).",
+            code(EX5, "device_mismatch"),
+        ) from None
+    if on_cpu:
+        raise CheckFailed(
+            f"{EX5} ({case}): A is on the GPU but your result is on the CPU. Return it on A's "
+            "device: build it from A and tensors made with device=A.device, without .cpu(), "
+            ".tolist() or torch.tensor(...) of Python numbers.",
+            code(EX5, "result_not_on_device"),
+        )
+    return result
+
+
+def _compare(
+    fn, A: torch.Tensor, case: str, known: str | None = None, on_gpu: bool = False
+) -> None:
     exercise = f"{EX5} ({case})"
     before = snapshot(A)
-    result = call(EX5, fn, A)
+    result = _call_on_gpu(fn, A, case) if on_gpu else call(EX5, fn, A)
     expect_unchanged(
         exercise,
         before,
@@ -231,7 +263,8 @@ def _compare(fn, A: torch.Tensor, case: str, known: str | None = None) -> None:
         "by zero or a log.",
         otherwise=lambda gap: (
             f"your result differs from the mean over queries t of sum_i A[t, i] (t - i) by up "
-            f"to {gap:.3g}. Build the (T, T) matrix of offsets t - i from torch.arange(T) "
+            f"to {gap:.3g}. Build the (T, T) matrix of offsets t - i from "
+            "torch.arange(T, device=A.device) "
             "(queries down the rows, keys across the columns), weight it by A, sum over the "
             "keys and average over the queries." + where()
         ),
@@ -263,9 +296,11 @@ def exercise_5(mean_attention_distance) -> None:
         _random_causal(1, (4, 2, 4), 16),
         "random causal A shaped like the model's, (n_layers, B, n_heads, T, T) = (4, 2, 4, 16, 16)",
     )
+    _compare(fn, _random_causal(2, (2, 3), 8), "A on a GPU, simulated", on_gpu=True)
     passed(
         f"{EX5}: mean attention distance matches mean_t sum_i A[t, i] (t - i): 1.25 for "
-        "uniform rows, 0 for the identity, 2.5 for the first key, one number per head."
+        "uniform rows, 0 for the identity, 2.5 for the first key, one number per head, on A's "
+        "device."
     )
 
 

@@ -4,6 +4,7 @@ input step of Equation 8) and the untrained model's test loss."""
 from __future__ import annotations
 
 import math
+from contextlib import nullcontext
 
 import torch
 import torch.nn as nn
@@ -24,6 +25,7 @@ from ._core import (
     judge,
     passed,
 )
+from ._devices import DEVICE, DeviceMismatch, other_device
 
 EX3 = "Exercise 3"
 LN_VOCAB = math.log(65)  # 4.1744: the loss of a uniform guess over the 65 characters
@@ -159,13 +161,24 @@ def _mistakes(idx, tok_emb, pos_emb) -> dict[str, tuple[str, torch.Tensor]]:
     return out
 
 
-def _compare(fn, idx, tok_emb, pos_emb, case: str) -> None:
+def _call(fn, idx, tok_emb, pos_emb, case: str, on_gpu: bool):
+    """The student's function on the inputs, its errors told by their usual cause. on_gpu: as a
+    GPU session runs it (simulated on this CPU), where a tensor made without device= is on the
+    CPU."""
     B, T = idx.shape
-    d_model = tok_emb.embedding_dim
     try:
-        result = call(EX3, fn, idx, tok_emb, pos_emb)
+        with other_device() if on_gpu else nullcontext():
+            return call(EX3, fn, idx, tok_emb, pos_emb)
     except CheckFailed as failure:
         cause = failure.__cause__
+        if isinstance(cause, DeviceMismatch):
+            raise CheckFailed(
+                f"{EX3} ({case}): your function mixes tensors of two devices: {cause}. On a GPU "
+                "(Colab's T4) idx and both tables live on the GPU, and a tensor made without "
+                "device= on the CPU, so the model would fail there. Make the positions on "
+                "idx's device: torch.arange(T, device=idx.device).",
+                code(EX3, "device_mismatch"),
+            ) from None
         if isinstance(cause, IndexError):
             raise CheckFailed(
                 f"{EX3} ({case}) raised IndexError: {cause}. A position is out of range: the "
@@ -176,12 +189,21 @@ def _compare(fn, idx, tok_emb, pos_emb, case: str) -> None:
         if isinstance(cause, RuntimeError) and "size" in str(cause):
             raise CheckFailed(
                 f"{EX3} ({case}) raised RuntimeError: {cause}. The shapes do not add up: "
-                f"tok_emb(idx) is (B, T, d_model) = ({B}, {T}, {d_model}) and the positions must "
-                "give (T, d_model). T is idx.shape[1] (idx.shape[0] is the batch size B), and "
-                "look up only the T rows you need, not the whole table.",
+                f"tok_emb(idx) is (B, T, d_model) = ({B}, {T}, {tok_emb.embedding_dim}) and the "
+                "positions must give (T, d_model). T is idx.shape[1] (idx.shape[0] is the batch "
+                "size B), and look up only the T rows you need, not the whole table.",
                 code(EX3, "positions_wrong_length"),
             ) from None
         raise
+
+
+def _compare(fn, idx, tok_emb, pos_emb, case: str, on_gpu: bool = False) -> None:
+    B, T = idx.shape
+    d_model = tok_emb.embedding_dim
+    if on_gpu:  # the inputs are on the GPU already, unless a simulated session runs the check
+        with other_device():
+            idx, tok_emb, pos_emb = (x.to(DEVICE) for x in (idx, tok_emb, pos_emb))
+    result = _call(fn, idx, tok_emb, pos_emb, case, on_gpu)
     if type(result) is torch.Tensor and tuple(result.shape) == (B, T, 2 * d_model):
         raise CheckFailed(
             f"{EX3} ({case}): the output has shape {(B, T, 2 * d_model)}: the positions are "
@@ -229,17 +251,23 @@ def _expect_gradients(result, tok_emb, pos_emb, case: str) -> None:
         )
 
 
-def _case(fn, seed: int, B: int, T: int, d_model: int, vocab: int, T_max: int, dtype=None):
+def _case(
+    fn, seed: int, B: int, T: int, d_model: int, vocab: int, T_max: int, dtype=None, on_gpu=False
+):
     tok_emb, pos_emb = _tables(seed, vocab, T_max, d_model, dtype or torch.float32)
     idx = _randint(0, vocab, (B, T), generator=_generator().manual_seed(seed + 100))
     case = f"B = {B}, T = {T}, d_model = {d_model}, T_max = {T_max}"
-    _compare(fn, idx, tok_emb, pos_emb, case)
+    _compare(fn, idx, tok_emb, pos_emb, case + (", on a GPU, simulated" if on_gpu else ""), on_gpu)
 
 
 def exercise_3(embed_with_positions) -> None:
     _case(embed_with_positions, 0, B=2, T=5, d_model=8, vocab=11, T_max=16)
     _case(embed_with_positions, 1, B=3, T=10, d_model=12, vocab=13, T_max=32)
-    passed(f"{EX3}: embed_with_positions adds p_t to e_(w_t) (Equation 8), (B, T, d_model).")
+    _case(embed_with_positions, 2, B=2, T=6, d_model=8, vocab=11, T_max=16, on_gpu=True)
+    passed(
+        f"{EX3}: embed_with_positions adds p_t to e_(w_t) (Equation 8), (B, T, d_model), on "
+        "idx's device."
+    )
 
 
 def exercise_3_hidden(embed_with_positions) -> None:

@@ -284,7 +284,14 @@ def _check_weights(exercise: str, A, ref_A, B: int, h: int, T: int) -> None:
         )
 
 
-def _check_mha(cls, config, B: int, T: int, seed: int, case: str, dropout_check=False) -> None:
+def _case(config, B: int, T: int) -> str:
+    """A case's name, from the sizes it runs at."""
+    heads = f"{config.n_heads} head" + ("s" if config.n_heads != 1 else "")
+    return f"d_model {config.d_model}, {heads}, B {B}, T {T}"
+
+
+def _check_mha(cls, config, B: int, T: int, seed: int, dropout_check=False) -> None:
+    case = _case(config, B, T)
     exercise = f"{EXA} ({case})"
     torch.manual_seed(seed)
     ref = _MultiHeadAttention(config).eval()
@@ -357,8 +364,8 @@ def _check_dropout(mine, H, eval_out, case: str) -> None:
 
 def challenge_a(MyMultiHeadAttention) -> None:
     config = _GPTConfig()
-    _check_mha(MyMultiHeadAttention, config, 3, 10, 0, "d_model 128, 4 heads, B 3, T 10", True)
-    _check_mha(MyMultiHeadAttention, config, 2, 33, 1, "d_model 128, 4 heads, B 2, T 33")
+    _check_mha(MyMultiHeadAttention, config, 3, 10, 0, True)
+    _check_mha(MyMultiHeadAttention, config, 2, 33, 1)
     passed(
         f"{EXA}: same parameters as the package's layer ({_count(_MultiHeadAttention(config)):,}), "
         "same output and weights A with its weights copied in, and no output moves when a later "
@@ -366,13 +373,23 @@ def challenge_a(MyMultiHeadAttention) -> None:
     )
 
 
+def _further(cases) -> str:
+    """What the further cases of (config, B, T, seed) vary, for their ✅ line."""
+    heads = ", ".join(str(n) for n in sorted({config.n_heads for config, *_ in cases}))
+    sizes = [T for _, _, T, _ in cases]
+    return f"n_heads {heads}, T from {min(sizes)} to {max(sizes)}, other seeds"
+
+
 def challenge_a_hidden(MyMultiHeadAttention) -> None:
-    cls = MyMultiHeadAttention
-    _check_mha(cls, _GPTConfig(d_model=64, n_heads=8), 2, 12, 7, "d_model 64, 8 heads")
-    _check_mha(cls, _GPTConfig(d_model=32, n_heads=1), 3, 9, 8, "d_model 32, one head")
-    _check_mha(cls, _GPTConfig(d_model=48, n_heads=3), 1, 20, 9, "d_model 48, 3 heads, B 1")
-    _check_mha(cls, _GPTConfig(d_model=32, n_heads=4), 4, 1, 10, "T = 1")
-    passed(f"{EXA} (further cases): 8 heads, one head, 3 heads, T = 1, other seeds.")
+    cases = (
+        (_GPTConfig(d_model=64, n_heads=8), 2, 12, 7),
+        (_GPTConfig(d_model=32, n_heads=1), 3, 9, 8),
+        (_GPTConfig(d_model=48, n_heads=3), 1, 20, 9),
+        (_GPTConfig(d_model=32, n_heads=4), 4, 1, 10),
+    )
+    for config, B, T, seed in cases:
+        _check_mha(MyMultiHeadAttention, config, B, T, seed)
+    passed(f"{EXA} (further cases): {_further(cases)}.")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -517,8 +534,8 @@ def _quiet_leak_test(model, label: str) -> float:
         return _model_leak_test(model, label)
 
 
-def _check_block(cls, config, B: int, T: int, seed: int, case: str) -> None:
-    exercise = f"{EXB} ({case})"
+def _check_block(cls, config, B: int, T: int, seed: int) -> None:
+    exercise = f"{EXB} ({_case(config, B, T)})"
     torch.manual_seed(seed)
     ref = _Block(config).eval()
     _randomize_norms(ref, seed)
@@ -590,8 +607,8 @@ def _block_leak_test(cls, config, seed: int) -> None:
 
 def challenge_b(MyBlock) -> None:
     config = _GPTConfig()
-    _check_block(MyBlock, config, 3, 10, 0, "d_model 128, 4 heads, B 3, T 10")
-    _check_block(MyBlock, config, 2, 24, 1, "d_model 128, 4 heads, B 2, T 24")
+    _check_block(MyBlock, config, 3, 10, 0)
+    _check_block(MyBlock, config, 2, 24, 1)
     _block_leak_test(MyBlock, config, 2)
     passed(
         f"{EXB}: same parameters as the package's Block ({_count(_Block(config)):,}), same "
@@ -601,11 +618,15 @@ def challenge_b(MyBlock) -> None:
 
 
 def challenge_b_hidden(MyBlock) -> None:
-    _check_block(MyBlock, _GPTConfig(d_model=64, n_heads=8), 2, 12, 7, "d_model 64, 8 heads")
-    _check_block(MyBlock, _GPTConfig(d_model=32, n_heads=1), 4, 9, 8, "d_model 32, one head")
-    _check_block(MyBlock, _GPTConfig(d_model=32, n_heads=4), 1, 1, 9, "T = 1")
-    _block_leak_test(MyBlock, _GPTConfig(d_model=64, n_heads=8), 10)
-    passed(f"{EXB} (further cases): 8 heads, one head, T = 1, other seeds, leak test.")
+    cases = (
+        (_GPTConfig(d_model=64, n_heads=8), 2, 12, 7),
+        (_GPTConfig(d_model=32, n_heads=1), 4, 9, 8),
+        (_GPTConfig(d_model=32, n_heads=4), 1, 1, 9),
+    )
+    for config, B, T, seed in cases:
+        _check_block(MyBlock, config, B, T, seed)
+    _block_leak_test(MyBlock, cases[0][0], 10)
+    passed(f"{EXB} (further cases): {_further(cases)}, leak test.")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -7,12 +7,15 @@ import math
 
 import torch
 
-from ._core import CheckFailed, call, code, passed
+from transformer_lab.model import GPTConfig
+
+from ._core import CheckFailed, call, code, expect_unchanged, passed, snapshot
 
 EX4 = "Exercise 4"
 _TRIGRAM = "The comparison with the trigram"  # not an exercise: its codes are check.<name>
 _log_softmax = torch.log_softmax
 _LN2 = math.log(2)
+_LAB = GPTConfig()  # the lab's vocabulary and window
 # How far below the trigram the GPT must land when it is trained at a real budget.
 WELL_BELOW_NATS = 0.1
 
@@ -24,30 +27,58 @@ def _reference(logits: torch.Tensor, targets: torch.Tensor) -> tuple[float, floa
 
 
 def _mistakes(logits, targets) -> dict[str, tuple[str, tuple[float, float, float]]]:
-    """name -> (diagnosis, (nats, perplexity, bits)) of the usual wrong versions."""
+    """name -> (diagnosis, (nats, perplexity, bits)) of the usual wrong versions: the loss
+    reduced wrongly, then the units mixed up."""
+    return {**_loss_mistakes(logits, targets), **_unit_mistakes(*_reference(logits, targets))}
+
+
+def _triple(nats: float) -> tuple[float, float, float]:
+    """(nats, perplexity, bits) of a loss, the perplexity kept finite."""
+    return nats, math.exp(min(nats, 700)), nats / _LN2
+
+
+def _loss_mistakes(logits, targets) -> dict[str, tuple[str, tuple[float, float, float]]]:
+    """The mean log-probability taken wrongly."""
     log_probs = _log_softmax(logits.double(), dim=-1)
     picked = log_probs.gather(-1, targets.unsqueeze(-1)).squeeze(-1)  # (B, T)
-    nats, ppl, bits = _reference(logits, targets)
-    summed_over_T = -picked.sum(-1).mean().item()
-    summed_over_B = -picked.sum(0).mean().item()
-    summed = -picked.sum().item()
     raw = logits.double().gather(-1, targets.unsqueeze(-1)).squeeze(-1)
+    B, T = targets.shape
     return {
         "summed_over_positions": (
             "the loss is summed over the positions instead of averaged: Equation 15 divides by "
             "T (mean over every position of every sequence)",
-            (summed_over_T, math.exp(min(summed_over_T, 700)), summed_over_T / _LN2),
+            _triple(-picked.sum(-1).mean().item()),
         ),
         "summed_over_batch": (
             "the loss is summed over the batch instead of averaged over every position",
-            (summed_over_B, math.exp(min(summed_over_B, 700)), summed_over_B / _LN2),
+            _triple(-picked.sum(0).mean().item()),
         ),
         "summed_over_everything": (
             "the loss is summed over every position of every sequence (reduction='sum'): "
             "Equation 15 is the mean, so divide by B x T, or keep cross_entropy's default "
             "reduction='mean'",
-            (summed, math.exp(min(summed, 700)), summed / _LN2),
+            _triple(-picked.sum().item()),
         ),
+        "mean_precedence": (
+            "the sum is divided by B and then multiplied by T: `/ B * T` is (... / B) * T. "
+            "Write / (B * T), or take .mean()",
+            _triple(-picked.sum().item() / B * T),
+        ),
+        "sign_flipped": (
+            "the sign is flipped: the loss is the NEGATIVE mean log-probability",
+            _triple(picked.mean().item()),
+        ),
+        "raw_logits": (
+            "the loss uses the raw logits: take log_softmax (or cross_entropy) first, so the "
+            "scores become log-probabilities",
+            _triple(-raw.mean().item()),
+        ),
+    }
+
+
+def _unit_mistakes(nats: float, ppl: float, bits: float) -> dict[str, tuple[str, tuple]]:
+    """The right loss, turned into perplexity and bits wrongly."""
+    return {
         "loss_in_bits": (
             "the loss is in bits (log base 2) where nats (natural log) are asked for: nats come "
             "from ln, bits = nats / ln 2",
@@ -57,22 +88,24 @@ def _mistakes(logits, targets) -> dict[str, tuple[str, tuple[float, float, float
             "bits are computed as nats * ln 2; bits per character = nats / ln 2",
             (nats, ppl, nats * _LN2),
         ),
+        "bits_as_log2_of_nats": (
+            "bits are computed as log2(nats); the logarithm is already inside the loss, so "
+            "changing its base divides by ln 2: bits = nats / ln 2 (or math.log2(perplexity))",
+            (nats, ppl, math.log2(nats)),
+        ),
+        "bits_in_nats": (
+            "the bits equal the nats: math.log(perplexity) is the natural logarithm, which "
+            "gives the nats back. Bits per character = nats / ln 2, or math.log2(perplexity)",
+            (nats, ppl, nats),
+        ),
+        "perplexity_of_bits": (
+            "perplexity is computed as exp(bits), mixing two bases: it is exp(nats), or "
+            "equally 2 ** bits",
+            (nats, math.exp(bits), bits),
+        ),
         "perplexity_base_2": (
             "perplexity is 2 ** nats; with a loss in nats it is exp(nats)",
             (nats, 2**nats, bits),
-        ),
-        "sign_flipped": (
-            "the sign is flipped: the loss is the NEGATIVE mean log-probability",
-            (-nats, math.exp(-nats), -bits),
-        ),
-        "raw_logits": (
-            "the loss uses the raw logits: take log_softmax (or cross_entropy) first, so the "
-            "scores become log-probabilities",
-            (
-                -raw.mean().item(),
-                math.exp(min(-raw.mean().item(), 700)),
-                -raw.mean().item() / _LN2,
-            ),
         ),
     }
 
@@ -82,7 +115,16 @@ def _agree(a: tuple, b: tuple) -> bool:
 
 
 def _case(fn, logits, targets, case: str) -> None:
+    before = snapshot(logits, targets)
     result = call(EX4, fn, logits, targets)
+    expect_unchanged(
+        f"{EX4} ({case})",
+        before,
+        (logits, targets),
+        "your function changed logits or targets in place (`logits -= ...`, or a method "
+        "ending in `_`). The caller still needs them, and training would learn from the "
+        "changed ones: compute new tensors, e.g. log_probs = logits - ... .",
+    )
     if not isinstance(result, tuple) or len(result) != 3:
         raise CheckFailed(
             f"{EX4}: return the triple (nats, perplexity, bits).", code(EX4, "not_a_triple")
@@ -117,18 +159,20 @@ def _inputs(seed: int, B: int, T: int, V: int, dtype=torch.float32):
 
 
 def exercise_4(lm_metrics) -> None:
-    uniform = torch.zeros(2, 5, 65)
-    targets = torch.randint(0, 65, (2, 5), generator=torch.Generator().manual_seed(0))
-    _case(lm_metrics, uniform, targets, "uniform logits over 65 characters: ln 65 nats")
-    _case(lm_metrics, *_inputs(1, 4, 8, 65), "random logits, B = 4, T = 8")
-    _case(lm_metrics, *_inputs(2, 3, 16, 65), "random logits, B = 3, T = 16")
+    V = _LAB.vocab_size
+    uniform = torch.zeros(2, 5, V)
+    targets = torch.randint(0, V, (2, 5), generator=torch.Generator().manual_seed(0))
+    _case(lm_metrics, uniform, targets, f"uniform logits over {V} characters: ln {V} nats")
+    for seed, B, T in ((1, 4, 8), (2, 3, 16)):
+        _case(lm_metrics, *_inputs(seed, B, T, V), f"random logits, B = {B}, T = {T}")
     passed(f"{EX4}: the mean cross-entropy in nats, exp(nats) and nats / ln 2 (Equation 15).")
 
 
 def exercise_4_hidden(lm_metrics) -> None:
+    V, T_max = _LAB.vocab_size, _LAB.T_max
     _case(lm_metrics, *_inputs(10, 1, 1, 7), "B = T = 1, 7 classes")
     _case(lm_metrics, *_inputs(11, 5, 3, 11, torch.float64), "float64")
-    _case(lm_metrics, *_inputs(12, 2, 128, 65), "a full window")
+    _case(lm_metrics, *_inputs(12, 2, T_max, V), f"a full window of T_max = {T_max}")
     passed(f"{EX4} (further cases): single positions, float64, full windows.")
 
 

@@ -1,7 +1,8 @@
 """`python -m grader COMMAND`: the instructor's grading workflow on top of nbgrader.
 
-    python -m grader roster students.csv     the class (nbgrader's student CSV) -> gradebook
+    python -m grader roster students.csv     the class (nbgrader's, Canvas's or Moodle's CSV)
     python -m grader collect SUBMISSIONS     a folder or zip of downloads -> submitted/
+    python -m grader collect-pin ID NB HASH  choose which kept file of a notebook counts
     python -m grader autograde --workers 2   preflight, execute, score -> gradebook
     python -m grader feedback                HTML per student, hidden tests left out
     python -m grader export                  reports/grades.csv, gradesheet.csv, canvas_import.csv
@@ -58,10 +59,22 @@ def build_parser() -> argparse.ArgumentParser:
         help="a regular expression whose (?P<student>...) group names the student in a file "
         "name (default: course.toml's [collect] pattern)",
     )
-    roster = commands.add_parser("roster", help="load the class list into the gradebook")
-    roster.add_argument(
-        "csv", type=Path, help="columns id, first_name, last_name, email[, lms_user_id]"
+    collect.add_argument("--student", help="whose every file is (an emailed notebook)")
+    collect.add_argument(
+        "--submitted-at",
+        metavar="TIME",
+        help="when every file was handed in, ISO 8601 (2027-01-15T14:00, in course.toml's "
+        "timezone unless it has an offset); wins over any time a name, zip or file gives",
     )
+    pin = commands.add_parser(
+        "collect-pin", help="choose which kept file of a notebook counts, or list them"
+    )
+    pin.add_argument("student")
+    pin.add_argument("notebook")
+    pin.add_argument("hash", nargs="?", help="(a prefix of) its SHA-256; none: list the files")
+    pin.add_argument("--unpin", action="store_true", help="back to the rule: the newest counts")
+    roster = commands.add_parser("roster", help="load the class list into the gradebook")
+    roster.add_argument("csv", type=Path, help="nbgrader's student CSV, or Canvas's or Moodle's")
     auto = commands.add_parser("autograde", help="grade everything in submitted/")
     auto.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     auto.add_argument(
@@ -93,12 +106,20 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def collect_command(args: argparse.Namespace, course: Path) -> None:
-    found = collecting.collect(args.submissions, course, pattern=args.pattern)
-    reports = course / "reports"
-    reports.mkdir(parents=True, exist_ok=True)
-    text = collecting.report(found, collecting.missing(found, course))
-    (reports / "collect.md").write_text(text, encoding="utf-8")
-    print(text)
+    found = collecting.collect(
+        args.submissions,
+        course,
+        pattern=args.pattern,
+        student=args.student,
+        submitted_at=args.submitted_at,
+    )
+    print(found.summary)
+
+
+def collect_pin_command(args: argparse.Namespace, course: Path) -> None:
+    from .collected import pin_command
+
+    print(pin_command(course, args.student, args.notebook, args.hash, args.unpin))
 
 
 def roster_command(args: argparse.Namespace, course: Path) -> None:
@@ -110,7 +131,7 @@ def roster_command(args: argparse.Namespace, course: Path) -> None:
 
 
 def autograde_command(args: argparse.Namespace, course: Path) -> None:
-    grading.autograde(
+    outcomes = grading.autograde(
         course,
         workers=args.workers,
         cell_timeout=args.cell_timeout,
@@ -122,9 +143,8 @@ def autograde_command(args: argparse.Namespace, course: Path) -> None:
         sandboxed=not args.no_sandbox,
         scheduler=args.scheduler,
     )
-    report = course / "reports" / "autograde.md"
-    print(report.read_text(encoding="utf-8"))
-    print(f"report: {report}")
+    print(grading.summary(outcomes))
+    print(f"report: {course / 'reports' / 'autograde.md'}")
 
 
 def feedback_command(args: argparse.Namespace, course: Path) -> None:
@@ -156,12 +176,13 @@ def export_command(args: argparse.Namespace, course: Path) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     nbgrader(course, "export", f"--to={target}")
     print(f"wrote {target}")
-    for path in write_gradesheets(course):
-        print(f"wrote {path}")
+    for line in write_gradesheets(course):
+        print(line)
 
 
 COMMANDS = {
     "collect": collect_command,
+    "collect-pin": collect_pin_command,
     "roster": roster_command,
     "autograde": autograde_command,
     "feedback": feedback_command,

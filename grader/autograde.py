@@ -26,6 +26,7 @@ import subprocess
 import sys
 import uuid
 import warnings
+from collections import Counter
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
@@ -33,7 +34,7 @@ import nbformat
 from sqlalchemy.exc import SAWarning
 from tqdm.auto import tqdm
 
-from . import deadlines, preflight, review, sandbox, supervisor
+from . import copies, deadlines, preflight, review, sandbox, supervisor, term_log
 from .course import (
     MEMORY_GB,
     TRAINING_NOTEBOOK,
@@ -284,11 +285,43 @@ def autograde(
 
             _grade(run, pool, found, keep)
         outcomes.sort(key=lambda o: (o.student, o.assignment))
-        write_report(course, merged(course, outcomes, students, only), isolated)
+        # Copies are the whole class's matter: flagged once every notebook is in, none scored.
+        everyone = copies.with_copies(course, merged(course, outcomes, students, only))
+        write_report(course, everyone, isolated)
     except KeyboardInterrupt:
         saved = sum(o.status in ("graded", "unchanged") for o in outcomes)
-        raise Interrupted(saved, len(found)) from None
+        stop = Interrupted(saved, len(found))
+        term_log.append(course, "autograde, interrupted", f"{summary(outcomes)}\n\n{stop}")
+        raise stop from None
+    term_log.append(course, "autograde" + _scope(students, only), log_entry(outcomes))
     return outcomes
+
+
+def summary(outcomes: list[Outcome]) -> str:
+    """One line for the terminal and the term's log: how many notebooks ran, were reused (their
+    last run's scores kept: nothing their job sees had changed) or could not be graded."""
+    n = Counter(o.status for o in outcomes)
+    return (
+        f"{len(outcomes)} notebooks: {n['graded']} graded, {n['unchanged']} reused from their last "
+        f"run (unchanged), {n['quarantined']} quarantined, {n['failed']} failed"
+    )
+
+
+def log_entry(outcomes: list[Outcome]) -> str:
+    """The summary, and each notebook that could not be graded, with the reason."""
+    lines = [summary(outcomes), ""]
+    lines += [
+        f"- {o.student} / {o.assignment}: {o.status}: {o.reason}"
+        for o in outcomes
+        if o.status in ("quarantined", "failed")
+    ]
+    return "\n".join(lines + ["", "The scores: reports/autograde.md."])
+
+
+def _scope(students, only) -> str:
+    """' --student bob --assignment 01_attention': what a limited run was limited to."""
+    said = f" --student {' '.join(students)}" if students else ""
+    return said + (f" --assignment {' '.join(only)}" if only else "")
 
 
 def _grade(run: _Run, pool, found: list, keep) -> None:
@@ -423,47 +456,108 @@ def died(executed, index: int | None) -> str:
     return f"the kernel died in {where}; the checks above it kept their points, none below ran"
 
 
-def report(outcomes: list[Outcome], isolated: str) -> str:
-    """Students down, notebooks across: score / max, or why there is none; then what to review."""
-    names = sorted({o.assignment for o in outcomes})
+def report(outcomes: list[Outcome], isolated: str, notebooks: list) -> str:
+    """Students down, the assigned notebooks across (deadlines.notebooks): score / the release's
+    points, or why there is none; the total out of the same maximum for everyone, as the grade
+    sheet counts it; then the notes, grouped by kind."""
     table = {(o.student, o.assignment): o for o in outcomes}
+    out_of = sum(nb.out_of for nb in notebooks)
     lines = [
-        "| student | " + " | ".join(names) + " | total | review |",
-        "|---|" + "---|" * (len(names) + 2),
+        "| student | " + " | ".join(map(_heading, notebooks)) + f" | total / {out_of:g} | review |",
+        "|---|" + "---|" * (len(notebooks) + 2),
     ]
-    notes = []
     for student in sorted({o.student for o in outcomes}):
-        cells, total, out_of, flagged = [], 0.0, 0.0, []
-        for name in names:
-            o = table.get((student, name))
-            if o is None:
-                cells.append("–")
-                continue
-            if o.status in ("graded", "unchanged"):
-                manual = f" (+{o.needs_manual} to grade by hand)" if o.needs_manual else ""
-                late = f" late −{o.late_penalty:g}" if o.seconds_late else ""
-                cells.append(f"{o.score:g} / {o.max_score:g}{manual}{late}")
-                total, out_of = total + o.score - o.late_penalty, out_of + o.max_score
-                notes += [f"- {student} / {name}: {_late_note(o)}"] if o.seconds_late else []
-            else:
-                cells.append(o.status)
-            notes += [f"- {student} / {name}: {o.status}: {o.reason}"] if o.reason else []
-            notes += [f"- {student} / {name}: repaired: {r}" for r in o.repairs]
-            notes += [f"- {student} / {name}: review: {f}" for f in o.flags]
-            flagged += [f"{name} ({len(o.flags)})"] if o.flags else []
-        review_cell = "⚑ " + ", ".join(flagged) if flagged else ""
-        lines.append(
-            f"| {student} | " + " | ".join(cells) + f" | {total:g} / {out_of:g} | {review_cell} |"
-        )
-    footer = [
-        "",
-        f"Sandbox: {isolated}.",
-        "Review: code in the student's own cells that touches the checking machinery "
-        "(checkpoints, torch's attributes, sys.modules, trace hooks, input transformers, "
-        "builtins, unittest.mock), and functions that copy the package's reference (with how "
-        "similar they are). A flag does not change a score; read the quoted line.",
-    ]
-    return "\n".join(lines + footer + notes) + "\n"
+        mine = [table.get((student, nb.name)) for nb in notebooks]
+        flagged = [copies.review_cell(o.assignment, o.flags) for o in mine if o and o.flags]
+        review_cell = "⚑ " + " · ".join(flagged) if flagged else ""
+        cells = [_cell(o, nb) for o, nb in zip(mine, notebooks, strict=True)]
+        total = _total(mine, notebooks)
+        lines.append(f"| {student} | " + " | ".join(cells) + f" | {total} | {review_cell} |")
+    counted = {nb.name for nb in notebooks}
+    lines += ["", f"Sandbox: {isolated}.", _legend(notebooks)]
+    lines += _notes([o for o in outcomes if o.assignment in counted])
+    unassigned = sorted({o.assignment for o in outcomes} - counted)
+    if unassigned:
+        lines += ["", f"Handed in, not assigned (course.toml): {', '.join(unassigned)}."]
+    return "\n".join(lines) + "\n"
+
+
+def _heading(nb) -> str:
+    return nb.name + " (extra credit)" * nb.extra_credit + " (not due yet)" * (not nb.due)
+
+
+def _cell(o: Outcome | None, nb) -> str:
+    if o is None:
+        return "–"
+    if o.status not in ("graded", "unchanged"):
+        return o.status
+    manual = f" (+{o.needs_manual} to grade by hand)" if o.needs_manual else ""
+    late = f" late −{o.late_penalty:g}" if o.seconds_late else ""
+    return f"{o.score:g} / {nb.points:g}{manual}{late}"
+
+
+def _total(mine: list, notebooks: list) -> str:
+    """The grade sheet's total: nothing handed in counts 0, and there is none while a notebook is
+    quarantined or failed."""
+    total, out_of = 0.0, sum(nb.out_of for nb in notebooks)
+    for o in mine:
+        if o is None:
+            continue
+        if o.status not in ("graded", "unchanged"):
+            return f"– / {out_of:g}"
+        total += o.score - o.late_penalty
+    return f"{total:g} / {out_of:g}"
+
+
+def _legend(notebooks: list) -> str:
+    extra = ", ".join(nb.name for nb in notebooks if nb.extra_credit)
+    later = ", ".join(nb.name for nb in notebooks if not nb.due)
+    said = (
+        "Each notebook is out of its release's points; the total, as the grade sheet has it, "
+        "out of those of the notebooks course.toml assigns."
+    )
+    if extra:
+        said += f" Extra credit ({extra}): its points add to the total, not to its maximum."
+    if later:
+        said += f" Not due yet ({later}): nothing handed in is no loss yet."
+    return said
+
+
+NOTE_KINDS = {
+    "late": "Late (course.toml's due dates and [late] policy)",
+    "not graded": "Not graded: quarantined or failed (the grade sheet leaves them empty)",
+    "cut short": "Graded in part: the kernel died",
+    "repaired": "Repaired by preflight",
+    "review": "Review: copies, and code that touches the checking machinery",
+}
+REVIEW = (
+    "Code in the student's own cells that touches the checking machinery (checkpoints, torch's "
+    "attributes, sys.modules, trace hooks, input transformers, builtins, unittest.mock), and "
+    "the student's own code that another source covers (the course's solution, the package's "
+    "reference or a classmate, with the share of the student's code it covers; side by side in "
+    "`make class-report`'s reports/copies/). A flag does not change a score; read the quoted line."
+)
+
+
+def _notes(outcomes: list[Outcome]) -> list[str]:
+    """What happened to whom, one heading per kind, only kinds that happened."""
+    kinds: dict[str, list[str]] = {kind: [] for kind in NOTE_KINDS}
+    for o in outcomes:
+        who = f"- {o.student} / {o.assignment}: "
+        if o.seconds_late and o.status in ("graded", "unchanged"):
+            kinds["late"].append(who + _late_note(o))
+        if o.reason:
+            kind = "not graded" if o.status in ("quarantined", "failed") else "cut short"
+            kinds[kind].append(who + (f"{o.status}: " if kind == "not graded" else "") + o.reason)
+        kinds["repaired"] += [who + r for r in o.repairs]
+        kinds["review"] += [who + f for f in o.flags]
+    lines = []
+    for kind, notes in kinds.items():
+        if notes:
+            lines += ["", f"### {NOTE_KINDS[kind]}", ""]
+            lines += [REVIEW, ""] if kind == "review" else []
+            lines += notes
+    return lines
 
 
 def _late_note(o: Outcome) -> str:
@@ -474,7 +568,8 @@ def _late_note(o: Outcome) -> str:
 def write_report(course: Path, outcomes: list[Outcome], isolated: str) -> None:
     folder = Path(course) / "reports"
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "autograde.md").write_text(report(outcomes, isolated), encoding="utf-8")
+    text = report(outcomes, isolated, deadlines.notebooks(course))
+    (folder / "autograde.md").write_text(text, encoding="utf-8")
     (folder / "autograde.json").write_text(
         json.dumps({"sandbox": isolated, "outcomes": [asdict(o) for o in outcomes]}, indent=2),
         encoding="utf-8",

@@ -1,41 +1,101 @@
-"""Each student's feedback in one zip, for an LMS's bulk upload (`make feedback` writes them):
+"""Feedback per assignment, as an LMS's bulk upload of feedback takes it (`make feedback`):
 
-    reports/feedback_bundles/STUDENT_feedback.zip     NN_topic.html for each graded notebook
+    reports/feedback_bundles/NN_topic.zip     one per assigned notebook: a page per student
 
-An LMS's bulk upload of feedback files matches a file to a student by the start of its name, so
-each name starts with the student's id on the roster (the name the LMS knows the student by,
-where the roster came from the LMS's export). The bundles are rebuilt from feedback/ each time:
-a student's zip holds that student's files and nobody else's.
+Each page is named after the file the student handed in (as collect kept it in collected/),
+`.html` for `.ipynb`, which is what the LMSs match a feedback file by:
+
+    Canvas  smithjohn_12345_67890_01_attention.html     the user id and the attachment id of the
+            submission ("Re-Upload Submissions" on the assignment's page)
+    Moodle  John Smith_1234567_assignsubmission_file_01_attention.html   the participant id
+            ("Upload multiple feedback files in a zip"; the assignment needs feedback files on)
+
+A file handed in under another name (a folder per student, an emailed copy) gets
+STUDENT_NN_topic.html: the student's id first, for an upload that matches by the start of a
+name, or to send by hand. A notebook quarantined or failed in the last autograde gets a page that
+says why it was not graded and what to do (also written to feedback/STUDENT/NN_topic/, over any
+page of an earlier run), never an old score. The bundles are rebuilt from feedback/ each time.
 """
 
 from __future__ import annotations
 
+import html
 import zipfile
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
-SUFFIX = "_feedback.zip"
+from . import collected, deadlines
+from .autograde import load_outcomes
+from .roster import lms_name
+
+WHAT_TO_DO = {
+    "quarantined": (
+        "Your file could not be graded as handed in. Download the notebook again from the course "
+        "page, copy your answers into it, run it from top to bottom (Runtime → Restart and run "
+        "all in Colab), save it (File → Download → .ipynb) and hand that file in again."
+    ),
+    "failed": (
+        "Grading stopped before your notebook finished. Run it from top to bottom (Runtime → "
+        "Restart and run all in Colab): a cell that runs for minutes, never ends or fills the "
+        "memory is the one to fix. Then hand it in again."
+    ),
+}
+NOT_GRADED = """<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>{name}: not graded</title></head>
+<body>
+<h1>{name}: not graded</h1>
+<p><strong>Why:</strong> {reason}</p>
+<p><strong>What to do:</strong> {what}</p>
+<p>Nothing was scored for this notebook yet: it is not a zero. Ask your instructor if the due
+date has passed.</p>
+</body></html>
+"""
 
 
-def bundle_name(student: str) -> str:
-    return f"{student}{SUFFIX}"
+def page_name(store: collected.Store, student: str, name: str) -> str:
+    """The page's name in the zip: the graded file's, where it came from Canvas or Moodle."""
+    path = collected.submitted_folder(store.course, student, name) / f"{name}.ipynb"
+    kept = None
+    if path.is_file():
+        kept = store.known(student, name, collected.sha256(path.read_bytes()))
+    if kept is not None:
+        source = PurePosixPath(kept.source)
+        page = source.with_suffix(".html").name
+        if lms_name(source.stem):
+            return page
+        if lms_name(source.parent.name):  # Moodle's folder per student
+            return f"{source.parent.name}/{page}"
+    return f"{student}_{name}.html"
+
+
+def not_graded_page(course: Path, outcome) -> Path:
+    """The page of a notebook autograde could not grade, in feedback/ where its feedback goes."""
+    name = outcome.assignment
+    page = Path(course) / "feedback" / outcome.student / name / f"{name}.html"
+    page.parent.mkdir(parents=True, exist_ok=True)
+    reason = html.escape(outcome.reason or outcome.status)
+    what = html.escape(WHAT_TO_DO[outcome.status])
+    page.write_text(NOT_GRADED.format(name=name, reason=reason, what=what), encoding="utf-8")
+    return page
 
 
 def bundle_feedback(course: Path) -> list[Path]:
-    """One zip per student with feedback in feedback/; returns their paths."""
+    """One zip per assigned notebook with feedback; returns their paths."""
     course = Path(course)
     folder = course / "reports" / "feedback_bundles"
     folder.mkdir(parents=True, exist_ok=True)
-    for old in folder.glob(f"*{SUFFIX}"):  # a student whose feedback is gone keeps no stale zip
+    for old in folder.glob("*.zip"):  # a notebook whose feedback is gone keeps no stale zip
         old.unlink()
-    written = []
-    for student in sorted(p for p in (course / "feedback").glob("*") if p.is_dir()):
-        pages = sorted(student.glob("*/*.html"))
+    for outcome in load_outcomes(course):
+        if outcome.status in WHAT_TO_DO:
+            not_graded_page(course, outcome)
+    store, written = collected.Store(course), []
+    for name in deadlines.assigned(course):
+        pages = sorted(course.glob(f"feedback/*/{name}/{name}.html"))
         if not pages:
             continue
-        target = folder / bundle_name(student.name)
+        target = folder / f"{name}.zip"
         with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as archive:
             for page in pages:
-                # Flat: one page per notebook, named for it, is what a student opens.
-                archive.write(page, arcname=page.name)
+                archive.write(page, arcname=page_name(store, page.parent.parent.name, name))
         written.append(target)
     return written

@@ -7,7 +7,8 @@ Each graded check cell of an autograded notebook ends in one of three ways: it p
 output), the exercise was not done (a `NotDoneYet`, code `exN.not_done`), or a check failed with
 a mistake code (`CheckFailed`'s `[ex1.no_sqrt_dk]`; other errors count as `other.<ErrorName>`).
 The report counts codes, not sentences, so rewording a message changes nothing here. It reads
-whatever has been graded so far, so it works on a partial run.
+whatever has been graded so far, so it works on a partial run, of the notebooks course.toml
+assigns (all released ones by default).
 
 Written to reports/: class.md, class.csv (one row per check and outcome), class_pass_rate.png
 and class_mistakes.png. They carry no student names unless asked (`--names`), so they can be
@@ -27,7 +28,9 @@ import nbformat
 
 from checkpoints import split_code
 
+from .copies import pairs_report
 from .course import db_url, job_file
+from .deadlines import assigned
 
 PASSED = "passed"
 TOP = 5  # mistakes per exercise in the figure
@@ -88,8 +91,11 @@ def read_checks(course: Path) -> tuple[list[Check], dict[str, str]]:
     scores = _scores(course) if (course / "gradebook.db").is_file() else {}
     checks: dict[tuple[str, str], Check] = {}
     messages: dict[str, str] = {}
+    counted = assigned(course)
     for path in sorted(course.glob("autograded/*/*/*.ipynb")):
         student, assignment = path.parent.parent.name, path.parent.name
+        if assignment not in counted:
+            continue
         job = job_file(course, student, assignment)
         seconds = json.loads(job.read_text()).get("seconds") if job.is_file() else None
         for cell in nbformat.read(path, 4).cells:
@@ -210,4 +216,6 @@ def class_report(course: Path, names: bool = False) -> list[Path]:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "class.md").write_text(markdown(checks, messages, names), encoding="utf-8")
     write_csv(checks, folder / "class.csv")
-    return [folder / "class.md", folder / "class.csv", *figures(checks, folder)]
+    pictures = figures(checks, folder)
+    # The copies report names students (for the instructor): reports/copies.md, copies/*.html.
+    return [folder / "class.md", folder / "class.csv", *pictures, *pairs_report(course)]

@@ -4,34 +4,45 @@ Accepted shapes (mixed freely):
     SUBMISSIONS/alice/01_attention.ipynb              a folder per student
     SUBMISSIONS/bob.zip                               a zip per student
     SUBMISSIONS/carol_Copy of 02_causal_mask (1).ipynb  one file per notebook, student first
-and the same inside one zip. Colab's names ("Copy of X", "X (1)", "X - Copy") are normalised;
-a file whose name names no notebook is identified by its content. Where a student handed in
-the same notebook twice, the newer file wins. Every file ends up in submitted/ or in the report
-with the reason it was skipped.
+and the same inside one zip. Colab's and Drive's names ("Copy of X", "X (1)", "X - Copy") are
+normalised, and nothing else ("ann-copy" is an id); a file whose name names no notebook is
+identified by its content.
+
+Every notebook placed is kept in COURSE/collected/ (collected.py), and which of a student's
+files counts follows collected.py's rule, never the order of collects: collecting the same zip
+again changes nothing, and a file older than the one that counts, or one that cannot be graded,
+is kept but refused. A file emailed to the instructor is collected with `--student` and
+`--submitted-at`. Every file ends up counted, refused or skipped, with the reason, in
+reports/collect.md and in the term's log (term_log.py).
 
 Canvas's and Moodle's download names are taken apart, and a pattern of the course's own
 (course.toml's [collect] pattern, or --pattern) names the student for any other LMS; with a
 roster (roster.py) a file goes only to a student on it. Each submission's time goes to
 submitted/STUDENT/NN_topic/timestamp.txt, where nbgrader's late penalty reads it: the time the
-name carries (the pattern's `time` group), else the zip entry's, else the file's.
+instructor gives (--submitted-at), else the time the name carries (the pattern's `time` group),
+else the zip entry's, else the file's.
 """
 
 from __future__ import annotations
 
 import re
-import shutil
 import struct
+import time
 import zipfile
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path, PurePosixPath
 
-from . import deadlines, preflight
+from . import collected, deadlines, preflight, term_log
+from .collected import Kept, Store
 from .course import GradingError, assignments, course_settings, release_notebook
 from .roster import Named, Roster, lms_name
 
-COPY_MARKS = re.compile(r"copy of |\(\d+\)|[ _-]+copy\b(?! of)", re.IGNORECASE)
+# Only the forms Colab, Drive and Windows give copies: "Copy of X", "X (1)", "X - Copy"; an id
+# such as "ann-copy" is left whole.
+COPY_MARKS = re.compile(r"(?<![^\W_])copy of |\(\d+\)| +- +copy\b", re.IGNORECASE)
 SEPARATORS = " _-.\t"
+SHOWN = 10  # lines of each kind the terminal gets; the report has them all
 
 
 @dataclass
@@ -44,15 +55,18 @@ class Found:
     note: str = ""
     mtime: float = 0.0  # when it was handed in, as far as can be told (seconds since the epoch)
     raw: bytes = b""
-    time_from: str = "file"  # where mtime came from: file | zip entry | name
+    time_from: str = "file"  # where mtime came from: file | zip entry | name | given
+    sha256: str = ""  # of a notebook placed: its name in collected/
+    status: str = "skipped"  # counts | refused | unchanged | skipped
 
 
 def student_id(text: str) -> str:
     return re.sub(r"[^\w.@-]+", "_", text).strip("_.-")
 
 
-def _files(root: Path, zone=None) -> list[tuple[PurePosixPath, bytes, float]]:
-    """(path, bytes, mtime) of every file under a folder or inside a zip, zips inside opened."""
+def _files(root: Path, zone=None) -> list[tuple[PurePosixPath, bytes, float, str]]:
+    """(path, bytes, mtime, where mtime comes from) of every file under a folder, inside a zip
+    (zips inside opened), or of one file."""
     out = []
     if root.is_file() and zipfile.is_zipfile(root):
         out += _zip_members(zipfile.ZipFile(root), PurePosixPath(), zone)
@@ -62,9 +76,11 @@ def _files(root: Path, zone=None) -> list[tuple[PurePosixPath, bytes, float]]:
             if path.suffix.lower() == ".zip" and zipfile.is_zipfile(path):
                 out += _zip_members(zipfile.ZipFile(path), rel.with_suffix(""), zone)
             else:
-                out.append((rel, path.read_bytes(), path.stat().st_mtime))
+                out.append((rel, path.read_bytes(), path.stat().st_mtime, "file"))
+    elif root.is_file():  # one notebook, emailed
+        out.append((PurePosixPath(root.name), root.read_bytes(), root.stat().st_mtime, "file"))
     else:
-        raise GradingError(f"{root} is neither a folder nor a zip file of submissions")
+        raise GradingError(f"{root}: no such folder, zip or notebook")
     return out
 
 
@@ -94,17 +110,17 @@ def _zip_members(archive: zipfile.ZipFile, prefix: PurePosixPath, zone=None):
         name = PurePosixPath(info.filename)
         if info.is_dir() or name.parts[0] == "__MACOSX" or name.name.startswith("._"):
             continue
-        out.append((prefix / name, archive.read(info), _zip_time(info, zone)))
+        out.append((prefix / name, archive.read(info), _zip_time(info, zone), "zip entry"))
     return out
 
 
 def _strip_common_root(files):
     """A zip of one top folder ("submissions/alice/...") is read as its content."""
-    while files and all(len(p.parts) > 2 for p, _, _ in files):
-        tops = {p.parts[0] for p, _, _ in files}
+    while files and all(len(p.parts) > 2 for p, *_ in files):
+        tops = {p.parts[0] for p, *_ in files}
         if len(tops) != 1:
             break
-        files = [(PurePosixPath(*p.parts[1:]), raw, t) for p, raw, t in files]
+        files = [(PurePosixPath(*p.parts[1:]), *rest) for p, *rest in files]
     return files
 
 
@@ -148,6 +164,7 @@ class Naming:
     pattern: re.Pattern | None = None
     time_format: str | None = None  # strptime's, for the pattern's `time` group; None: ISO 8601
     zone: object = None  # of times without one; None: this machine's
+    student: str | None = None  # whose every file is, where the instructor says (--student)
 
     @classmethod
     def of(cls, course: Path, pattern: str | None = None) -> Naming:
@@ -206,6 +223,9 @@ def _group(hit: re.Match, name: str) -> str:
 def _whose(item: Found, path: PurePosixPath, names: list[str], naming: Naming) -> str:
     """Sets the item's student (None, with the reason in its note, where there is none) and
     returns what of the name is left to name the notebook."""
+    if naming.student:
+        item.student = naming.student
+        return path.stem
     named = naming.named(path)
     roster = naming.roster
     if named is None and roster is not None:
@@ -230,8 +250,8 @@ def _whose(item: Found, path: PurePosixPath, names: list[str], naming: Naming) -
 def identify(files, names: list[str], releases: dict, naming: Naming | None = None) -> list[Found]:
     naming = naming or Naming()
     found = []
-    for path, raw, mtime in _strip_common_root(files):
-        item = Found(str(path), mtime=mtime, raw=raw)
+    for path, raw, mtime, time_from in _strip_common_root(files):
+        item = Found(str(path), mtime=mtime, raw=raw, time_from=time_from)
         found.append(item)
         if path.suffix.lower() != ".ipynb":
             item.note = "skipped: not a notebook (.ipynb)"
@@ -259,63 +279,215 @@ def identify(files, names: list[str], releases: dict, naming: Naming | None = No
     return found
 
 
-def collect(submissions: Path, course: Path, pattern: str | None = None) -> list[Found]:
-    """Copy every recognised notebook to submitted/STUDENT/NN_topic/NN_topic.ipynb, with the
-    time it was handed in as nbgrader's timestamp.txt beside it."""
+class Batch(list):
+    """The files one collect met (Found), and what it has to say on the terminal."""
+
+    summary: str = ""
+
+
+def collect(
+    submissions: Path,
+    course: Path,
+    pattern: str | None = None,
+    student: str | None = None,
+    submitted_at: str | None = None,
+) -> Batch:
+    """Keep every recognised notebook in collected/, put the one that counts of each student's
+    notebook in submitted/STUDENT/NN_topic/ with its time (timestamp.txt), and write what
+    happened to reports/collect.md and the term's log. `student` and `submitted_at` (ISO 8601,
+    in the course's zone unless it carries an offset) are the instructor's word for every file
+    of this batch: an emailed notebook."""
+    course, submissions = Path(course), Path(submissions)
     names = assignments(course)
     releases = {name: release_notebook(course, name) for name in names}
     naming = Naming.of(course, pattern)
-    found = identify(_files(Path(submissions), naming.zone), names, releases, naming)
-    newest: dict[tuple[str, str], Found] = {}
-    for item in found:
-        if item.student is None or item.assignment is None:
-            continue
-        key = (item.student, item.assignment)
-        other = newest.get(key)
-        if other is None or item.mtime > other.mtime:
-            newest[key] = item
-    for item in found:
-        chosen = newest.get((item.student, item.assignment))
-        if chosen is not None and chosen is not item:
-            item.note = f"skipped: {chosen.source!r} is a newer copy of the same notebook"
-    for (student, assignment), item in newest.items():
-        folder = Path(course) / "submitted" / student / assignment
-        if folder.exists():
-            shutil.rmtree(folder)
-        folder.mkdir(parents=True)
-        (folder / f"{assignment}.ipynb").write_bytes(item.raw)
-        deadlines.write_timestamp(folder, datetime.fromtimestamp(item.mtime).astimezone())
+    naming.student = student and _on_roster(student, naming.roster)
+    given = submitted_at and given_time(submitted_at, naming.zone)
+    found = Batch(identify(_files(submissions, naming.zone), names, releases, naming))
+    if given:
+        for item in found:
+            item.mtime, item.time_from = given, collected.GIVEN
+
+    broken = collected.checker(course)
+    store = Store(course)
+    adopted = collected.adopt(store, broken)
+    _keep(found, store, str(submissions.resolve()), broken)
+    changed = collected.materialize(store)
+    found.summary = write_reports(course, submissions, found, adopted, changed)
     return found
 
 
-def missing(found: list[Found], course: Path) -> dict[str, list[str]]:
-    """Who on the roster handed in nothing: per notebook this batch holds, and under "" those
-    with no notebook at all in it. {} without a roster."""
+def _on_roster(student: str, roster: Roster | None) -> str:
+    if roster is None:
+        return student_id(student)
+    if student.casefold() not in roster.by_id:
+        raise GradingError(f"--student {student}: not on the roster (make roster)")
+    return roster.by_id[student.casefold()]
+
+
+def given_time(text: str, zone=None) -> float:
+    """--submitted-at: ISO 8601, in the course's zone where it carries no offset."""
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise GradingError(
+            f"--submitted-at {text!r} is not a date and time in ISO 8601 (2027-01-15T14:00, "
+            "in the course's zone, or with an offset: 2027-01-15T14:00+01:00)"
+        ) from None
+    return deadlines.aware(moment, zone).timestamp()
+
+
+def _keep(found: list[Found], store: Store, batch: str, broken) -> None:
+    """Each notebook placed into the store, and its status: counts, refused or unchanged."""
+    placed = [f for f in found if f.student and f.assignment and not f.note.startswith("skipped")]
+    before = {(f.student, f.assignment): store.choice(f.student, f.assignment) for f in placed}
+    now, first = time.time(), {}
+    for item in placed:
+        item.sha256 = collected.sha256(item.raw)
+        key = (item.student, item.assignment, item.sha256)
+        if key in first:  # the same file twice in one batch
+            item.status = "unchanged"
+            item.note = f"the same file as {first[key].source!r}"
+            continue
+        first[key] = item
+        old = store.known(*key)
+        why = old.broken if old else broken(item.raw, item.assignment)
+        kept = Kept(item.sha256, *key[:2], item.mtime, item.time_from, item.source, batch, now, why)
+        if not store.changes(kept):
+            item.status, item.note = "unchanged", _again(old, store)
+            continue
+        store.add(item.raw, kept)
+        item.status = "new"
+    batch_files = {(f.student, f.assignment, f.sha256): f for f in placed}
+    for item in placed:
+        if item.status == "new":
+            item.status, why = _verdict(item, store, before, batch_files)
+            item.note = "; ".join(n for n in (why, item.note) if n)
+
+
+def _again(old: Kept, store: Store) -> str:
+    """The note on a file collected before: where from, and whether it is the one that counts."""
+    note = f"collected before, from {Path(old.batch).name}"
+    chosen, _ = store.choice(old.student, old.assignment)
+    if chosen.sha256 == old.sha256:
+        return note
+    when = term_log.shown(chosen.submitted_at, deadlines.course_timezone(store.course))
+    return f"{note}; {chosen.short}, handed in {when} ({chosen.time_from}), counts"
+
+
+def _verdict(item: Found, store: Store, before: dict, batch_files: dict) -> tuple[str, str]:
+    """Whether a new file counts now, and why (not)."""
+    chosen, why = store.choice(item.student, item.assignment)
+    kept = store.known(item.student, item.assignment, item.sha256)
+    zone = deadlines.course_timezone(store.course)
+    if chosen.sha256 == item.sha256:
+        previous = before[item.student, item.assignment]
+        if previous is None or previous[0].sha256 == item.sha256:
+            return "counts", ""
+        was = previous[0]
+        return (
+            "counts",
+            f"replaces {was.short} (handed in {term_log.shown(was.submitted_at, zone)})",
+        )
+    stays = f"{chosen.short}, handed in {term_log.shown(chosen.submitted_at, zone)}"
+    if why == "pinned with collect-pin":
+        return "refused", f"refused: {chosen.short} is pinned with collect-pin"
+    if kept.broken:
+        why = f"it cannot be graded ({kept.broken})"
+        return "refused", f"refused: {why}; the file that counts stays {stays}"
+    newer = batch_files.get((item.student, item.assignment, chosen.sha256))
+    if newer is not None:
+        return "refused", f"refused: {newer.source!r} is a newer copy of the same notebook"
+    return "refused", f"refused: older than the file that counts, {stays} ({chosen.time_from})"
+
+
+def missing(course: Path) -> dict[str, list[str]]:
+    """Who on the roster handed in nothing, in any collect so far: per notebook anyone handed
+    in, and under "" those with no notebook at all. {} without a roster."""
     roster = Roster.of(course)
     if roster is None:
         return {}
-    handed = {(f.student, f.assignment) for f in found if f.student and f.assignment}
-    batch = sorted({a for _, a in handed})
-    out = {"": [s for s in roster.ids if not any((s, a) in handed for a in batch)]}
-    for assignment in batch:
+    handed = set(Store(course).pairs())
+    students = {s for s, _ in handed}
+    out = {"": [s for s in roster.ids if s not in students]}
+    for assignment in sorted({a for _, a in handed}):
         out[assignment] = [s for s in roster.ids if (s, assignment) not in handed]
     return out
 
 
-def report(found: list[Found], absent: dict[str, list[str]] | None = None) -> str:
-    lines = ["| file | student | notebook | handed in | note |", "|---|---|---|---|---|"]
+def _handed_in(item: Found, course: Path, zone) -> str:
+    if item.status == "skipped":
+        return ""
+    text = f"{term_log.shown(item.mtime, zone)} ({item.time_from})"
+    due = deadlines.due_date(course, item.assignment)
+    if due is None or item.status != "counts":
+        return text
+    due += deadlines.extension(course, item.student, item.assignment) or timedelta()
+    if item.mtime <= due.timestamp():
+        return text
+    late = deadlines.describe(item.mtime - due.timestamp())
+    return f"{text}, {late} late (due {term_log.shown(due, zone)})"
+
+
+def report(found: list[Found], course: Path, absent: dict[str, list[str]]) -> str:
+    """The full table of one collect, and who handed in nothing."""
+    zone = deadlines.course_timezone(course)
+    lines = ["| file | student | notebook | handed in | kept as | status | note |"]
+    lines.append("|---|---|---|---|---|---|---|")
     for item in sorted(found, key=lambda f: (f.student or "~", f.assignment or "", f.source)):
-        when = ""
-        if item.student and item.assignment and not item.note.startswith("skipped"):
-            moment = datetime.fromtimestamp(item.mtime).astimezone()
-            when = f"{moment:%Y-%m-%d %H:%M %z} ({item.time_from})"
         lines.append(
-            f"| {item.source} | {item.student or '–'} | {item.assignment or '–'} | {when} "
+            f"| {item.source} | {item.student or '–'} | {item.assignment or '–'} "
+            f"| {_handed_in(item, course, zone)} | {item.sha256[:12]} | {item.status} "
             f"| {item.note} |"
         )
     if absent:
-        lines += ["", "On the roster, handed in nothing:", ""]
+        lines += ["", "On the roster, handed in nothing (in any collect so far):", ""]
         for assignment, students in absent.items():
-            label = assignment or "any notebook of this batch"
+            label = assignment or "any notebook"
             lines.append(f"- {label} ({len(students)}): {', '.join(students) or 'nobody'}")
     return "\n".join(lines) + "\n"
+
+
+def summary(found: list[Found], adopted: list[Kept], changed: list, zone=None) -> str:
+    """A few lines for the terminal: what came in, and each refusal and skip (SHOWN of each)."""
+    counts = {s: sum(f.status == s for f in found) for s in ("counts", "refused", "unchanged")}
+    counts["skipped"] = len(found) - sum(counts.values())
+    head = f"{len(found)} file{'s' * (len(found) != 1)}"
+    if not (counts["counts"] or counts["refused"] or adopted or changed):
+        head += ", nothing changed"
+    lines = [head + ": " + ", ".join(f"{label} {n}" for label, n in counts.items() if n)]
+    for status in ("refused", "skipped"):
+        mine = [f for f in found if f.status == status]
+        for item in mine[:SHOWN]:
+            whose = f" ({item.student} / {item.assignment})" if item.student else ""
+            note = item.note.removeprefix(f"{status}: ")
+            lines.append(f"{status}: {item.source}{whose}: {note}")
+        if len(mine) > SHOWN:
+            lines.append(f"{status}: {len(mine) - SHOWN} more in the report")
+    for kept in adopted:
+        lines.append(
+            f"recorded from {kept.source}: {kept.short}, handed in "
+            f"{term_log.shown(kept.submitted_at, zone)} (a file or time put there by hand)"
+        )
+    if changed:
+        lines.append(f"submitted/: {len(changed)} notebooks written or replaced")
+    return "\n".join(lines)
+
+
+def write_reports(course: Path, batch: Path, found: list[Found], adopted, changed) -> str:
+    """reports/collect.md (this collect) and a section of the term's log; the terminal's text."""
+    absent = missing(course)
+    short = summary(found, adopted, changed, deadlines.course_timezone(course))
+    if absent:
+        nobody = absent[""]
+        names = ", ".join(nobody[:SHOWN]) + (", ..." if len(nobody) > SHOWN else "")
+        short += f"\non the roster, nothing handed in at all: {len(nobody)}"
+        short += f" ({names})" if nobody else ""
+    body = f"{short}\n\n{report(found, course, absent)}"
+    reports = course / "reports"
+    reports.mkdir(parents=True, exist_ok=True)
+    now = term_log.shown(datetime.now().astimezone(), deadlines.course_timezone(course))
+    (reports / "collect.md").write_text(f"# collect {batch}, {now}\n\n{body}", encoding="utf-8")
+    log = term_log.append(course, f"collect {batch}", body)
+    where = f"the full table: {reports / 'collect.md'}; the term's log: {log}"
+    return f"collect {batch.name}: {short}\n{where}"

@@ -4,11 +4,13 @@
     source/NN_topic/NN_topic.ipynb      solutions and hidden tests (from solutions/)
     release/NN_topic/NN_topic.ipynb     what students get (nbgrader generate_assignment)
     publish/NN_topic.ipynb              the release, flat, to publish for Colab; README.md
-    submitted/STUDENT/NN_topic/         what `collect` found, as handed in
+    collected/<sha256>.ipynb            every file collect ever kept; index.jsonl (collected.py)
+    submitted/STUDENT/NN_topic/         the file that counts, as handed in, and its time
     autograded/STUDENT/NN_topic/        executed notebooks, as graded; job.json (the rerun key)
     feedback/STUDENT/NN_topic/          HTML feedback
     gradebook.db                        nbgrader's gradebook
-    reports/                            collect, preflight and autograde reports; grades.csv
+    reports/                            collect, preflight and autograde reports; grades.csv;
+                                        term_log.md, every step of the term (term_log.py)
 """
 
 from __future__ import annotations
@@ -55,6 +57,12 @@ def assignments(course: Path) -> list[str]:
 
 def release_notebook(course: Path, assignment: str) -> nbformat.NotebookNode:
     return nbformat.read(Path(course) / "release" / assignment / f"{assignment}.ipynb", 4)
+
+
+def points(course: Path, assignment: str) -> float:
+    """The notebook's maximum: the points of the release's graded cells, everywhere the same."""
+    cells = release_notebook(course, assignment).cells
+    return float(sum(c.metadata.get("nbgrader", {}).get("points", 0) for c in cells))
 
 
 def autograded_notebook(course: Path, student: str, assignment: str) -> Path:

@@ -1,5 +1,9 @@
-"""Due dates, extensions and late penalties, from COURSE/course.toml into nbgrader's gradebook.
+"""Which notebooks count, due dates, extensions and late penalties, from COURSE/course.toml.
 
+    assigned = ["01_attention", "02_causal_mask", "04_training", "06_stretch"]
+                                     # the notebooks that count; default: every released one
+    extra_credit = ["06_stretch"]    # earn points beyond the maximum; default: the lecture's
+                                     # optional challenge, 06_stretch; [] makes it core
     timezone = "Europe/Berlin"       # for times written without an offset; default: this machine's
 
     [due]                            # one per notebook; a notebook not listed has no due date
@@ -17,12 +21,17 @@ nbgrader does the arithmetic: the due date goes to the gradebook's `Assignment.d
 extension to `SubmittedAssignment.extension`, the time collect wrote to timestamp.txt to
 `SubmittedAssignment.timestamp`, and its `AssignLatePenalties` preprocessor, with the plugin
 chosen here, writes each notebook's `late_submission_penalty`.
+
+The grade sheet, the Canvas file, nbgrader's export and the autograde report count the assigned
+notebooks only, each out of its release's points (extra credit out of none). Nothing handed in
+scores 0 only once the notebook is due (no due date, or the due date has passed).
 """
 
 from __future__ import annotations
 
 import copy
 import math
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -30,12 +39,22 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from nbgrader.plugins import LateSubmissionPlugin
 from traitlets import Float
 
-from .course import GradingError, course_settings, db_url, nbgrader_config
+from .course import (
+    GradingError,
+    assignments,
+    course_settings,
+    db_url,
+    nbgrader_config,
+    points,
+)
 
 TIMESTAMP_FILE = "timestamp.txt"  # nbgrader's name, read by its own autograde too
 # nbgrader's exchange writes its timestamps in this form; parse_utc reads it back.
 TIMESTAMP_FORMAT = "%Y-%m-%d %H:%M:%S.%f %Z"
 DAY = 86400.0
+# The lecture's optional challenge, "for anyone who finishes the core path early": skipping it
+# must cost nothing, so by default its points are extra credit.
+EXTRA_CREDIT = ("06_stretch",)
 
 
 class PercentPerDay(LateSubmissionPlugin):
@@ -49,6 +68,63 @@ class PercentPerDay(LateSubmissionPlugin):
             return None
         days = math.ceil(total_seconds_late / DAY)
         return score * min(1.0, days * self.percent_per_day / 100.0)
+
+
+def _names(course: Path, key: str, default) -> list[str]:
+    """course.toml's list `key` of released notebooks, in course order; `default` if absent."""
+    released, settings = assignments(course), course_settings(course)
+    given = settings.get(key, default)
+    if not isinstance(given, list) or not all(isinstance(n, str) for n in given):
+        raise GradingError(f'course.toml: {key} = ["01_attention", ...], a list of notebooks')
+    unknown = sorted(set(given) - set(released))
+    if unknown and key in settings:  # a default may name a notebook this release lacks
+        raise GradingError(
+            f"course.toml: {key} names {', '.join(unknown)}, not released "
+            f"(released: {', '.join(released)})"
+        )
+    return [name for name in released if name in given]
+
+
+def assigned(course: Path) -> list[str]:
+    """The notebooks that count this term, in course order: course.toml's `assigned`, else every
+    released notebook."""
+    return _names(course, "assigned", assignments(course))
+
+
+def extra_credit(course: Path) -> list[str]:
+    """The assigned notebooks whose points add to a total but not to its maximum."""
+    return [n for n in _names(course, "extra_credit", list(EXTRA_CREDIT)) if n in assigned(course)]
+
+
+def is_due(course: Path, assignment: str, now: datetime | None = None) -> bool:
+    """Whether nothing handed in is a miss yet: no due date, or the due date has passed."""
+    due = due_date(course, assignment)
+    return due is None or due <= (now or datetime.now(UTC))
+
+
+@dataclass(frozen=True)
+class Counted:
+    """A notebook as every file of grades counts it."""
+
+    name: str
+    points: float  # the release's: the one maximum of this notebook everywhere
+    extra_credit: bool = False
+    due: bool = True  # nothing handed in is "missing" (0) once due, "not due" before
+
+    @property
+    def out_of(self) -> float:
+        """What it adds to the maximum of a total: nothing, for extra credit."""
+        return 0.0 if self.extra_credit else self.points
+
+
+def notebooks(course: Path, now: datetime | None = None) -> list[Counted]:
+    """The assigned notebooks, in course order, with what each adds to a total and whether it
+    is due yet."""
+    extra = extra_credit(course)
+    return [
+        Counted(name, points(course, name), name in extra, is_due(course, name, now))
+        for name in assigned(course)
+    ]
 
 
 def course_timezone(course: Path):

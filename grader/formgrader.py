@@ -1,9 +1,15 @@
 """`make formgrader`: nbgrader's formgrader on the course, to grade the written answer by hand.
 
 JupyterLab starts with nbgrader's server extensions, from grader/ (so that nbgrader reads the
-course's nbgrader_config.py), with the course's parent folder as its root (the formgrader only
-works on a course inside the server's root folder), bound to 127.0.0.1 with a fresh token. The
-command prints the Manual Grading page of the notebook with the written prediction.
+course's nbgrader_config.py), with the course folder as its root (the file browser shows the
+course and nothing above it), bound to 127.0.0.1 with a fresh token. nbgrader's exchange (how
+students fetch and submit on a shared JupyterHub, unused here: students hand in downloads) is
+COURSE/exchange, so that nbgrader finds it writable and does not warn on every page; the
+students' extensions that list it (assignment_list, course_list) are not loaded, since they read
+no configuration of ours. The formgrader's panel of the loaded configuration is off: it cannot
+show jupyter_server's own merged list of extensions as JSON and would warn "Formgrader config is
+not serializable" on every visit. The command prints the Manual Grading page of the notebook
+with the written prediction.
 
 The formgrader's own Autograde button is refused (nbgrader_config.py sets SandboxOnly): it
 would run nbgrader's autograde in the server's process, with the instructor's rights and no
@@ -24,6 +30,8 @@ from nbconvert.exporters import NotebookExporter
 from .course import GRADER, TRAINING_NOTEBOOK
 
 MANUAL = TRAINING_NOTEBOOK  # the notebook with a written answer (ex4_prediction)
+EXCHANGE = "exchange"  # in the course folder
+STUDENT_EXTENSIONS = ("assignment_list", "course_list")  # nbgrader's, for students on a hub
 REFUSED = (
     "The formgrader does not autograde: nbgrader's autograde would run {student}'s notebook "
     "outside the sandbox, with your own rights. Grade with `make autograde` "
@@ -51,7 +59,9 @@ def free_port() -> int:
 
 
 def server_command(course: Path, port: int, token: str) -> list[str]:
+    """JupyterLab on the course folder; makes its exchange folder."""
     course = Path(course).resolve()
+    (course / EXCHANGE).mkdir(parents=True, exist_ok=True)
     return [
         sys.executable,
         "-m",
@@ -61,9 +71,19 @@ def server_command(course: Path, port: int, token: str) -> list[str]:
         "--ServerApp.ip=127.0.0.1",
         f"--ServerApp.port={port}",
         "--ServerApp.port_retries=0",
-        f"--ServerApp.root_dir={course.parent}",
+        f"--ServerApp.root_dir={course}",
         f"--IdentityProvider.token={token}",
         f"--CourseDirectory.root={course}",
+        f"--Exchange.root={course / EXCHANGE}",
+        "--FormgradeExtension.debug=False",
+        *(
+            arg
+            for name in STUDENT_EXTENSIONS
+            for arg in (
+                "--ServerApp.jpserver_extensions",
+                f"nbgrader.server_extensions.{name}=False",
+            )
+        ),
         *(["--allow-root"] if os.geteuid() == 0 else []),  # CI and containers run as root
     ]
 

@@ -17,16 +17,18 @@ c.ClearSolutions.code_stub = {
 c.ClearSolutions.text_stub = "_Your answer here._"
 # Seconds a cell may run when graded: grading-mode cells take a few, a slow laptop ten times that.
 c.Execute.timeout = 60
-# Feedback shows each check's result and diagnosis, not the hidden tests' code.
+# Our classes by name, not as objects: the formgrader shows this configuration as JSON, and a
+# class object in it makes it log "Formgrader config is not serializable".
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from grader.formgrader import SandboxOnly  # noqa: E402
-from grader.preprocessors import HideHiddenTests  # noqa: E402
-
+# Feedback shows each check's result and diagnosis, not the hidden tests' code.
 c.GenerateFeedback.preprocessors = [
-    HideHiddenTests,
+    "grader.preprocessors.HideHiddenTests",
     "nbgrader.preprocessors.GetGrades",
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
 ]
 # Notebooks run only in the sandbox, through `python -m grader autograde`: nbgrader's own
 # autograde (the formgrader's Autograde button) refuses with a message saying so.
-c.Autograde.exporter_class = SandboxOnly
+c.Autograde.exporter_class = "grader.formgrader.SandboxOnly"
+# `nbgrader export` writes what the grade sheet has: the notebooks that count, a quarantined or
+# failed notebook with no score rather than 0, and a status column.
+c.ExportApp.plugin_class = "grader.gradesheet.NbgraderCsv"

@@ -1,9 +1,20 @@
 """The class roster, and telling from a download's name whose it is.
 
-`python -m grader roster students.csv` loads nbgrader's student CSV (columns id, first_name,
-last_name, email, and lms_user_id where the LMS has one) into the gradebook, as `nbgrader db
-student import` does, and keeps the rows as COURSE/roster.csv: once it is there, collect files
-a notebook only under a student on the roster, and reports the rest.
+`python -m grader roster FILE` loads the class into the gradebook, as `nbgrader db student
+import` does, and keeps the rows as COURSE/roster.csv: once it is there, collect files a
+notebook only under a student on the roster, and reports the rest. FILE is any of
+
+    nbgrader's student CSV   id, first_name, last_name, email[, lms_user_id]
+    Canvas's gradebook export  Student, ID, SIS User ID, SIS Login ID, Section, ...
+                             ("Last, First"; ID is Canvas's user id; the "Points Possible" row
+                             and Canvas's test student are skipped)
+    Moodle's participants or grades export  First name, Surname, ID number, Email address, ...
+
+Which column of an LMS's export is the student's id (the folder in submitted/, and the column
+of the Canvas import file it goes back to) is course.toml's choice:
+
+    [roster]
+    id = "SIS Login ID"     # default: "SIS User ID" (Canvas), "ID number" (Moodle)
 
 Names the LMSs give downloads:
     Canvas  smithjohn_12345_67890_01_attention.ipynb       login, user id, submission id, file
@@ -30,10 +41,15 @@ import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
-from .course import GradingError, db_url
+from .course import GradingError, course_settings, db_url
 
 ROSTER_FILE = "roster.csv"
 COLUMNS = ("id", "first_name", "last_name", "email", "lms_user_id")  # nbgrader's Student
+# Canvas's identity columns, in its order: kept from its export, given back in the import file.
+CANVAS_IDENTITY = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
+KEPT = {"sis_user_id": "SIS User ID", "sis_login_id": "SIS Login ID", "section": "Section"}
+ID_COLUMN = {"canvas": "SIS User ID", "moodle": "ID number"}  # course.toml's [roster] id
+MOODLE_NAMES = {"first_name": "First name", "last_name": "Surname", "email": "Email address"}
 
 CANVAS = re.compile(
     r"^(?P<login>[^\W_]+)(?:_late)?_(?P<user>\d+)_(?P<submission>\d+)_(?P<file>.+)$",
@@ -77,22 +93,53 @@ def lms_name(name: str) -> Named | None:
     return None
 
 
-def read_csv(path: Path) -> list[dict]:
-    """nbgrader's student CSV: an `id` column, the others optional, empty cells as None,
-    columns the gradebook does not have left out (as nbgrader's import does)."""
+def _reader(path: Path) -> csv.DictReader:
     try:
         text = Path(path).read_text(encoding="utf-8-sig")  # Excel's CSV starts with a BOM
     except OSError as err:
         raise GradingError(f"cannot read the roster {path}: {err}") from None
     reader = csv.DictReader(io.StringIO(text))
     reader.fieldnames = [k.strip() for k in reader.fieldnames or []]
-    if "id" not in reader.fieldnames:
-        raise GradingError(f"{path}: the roster needs an `id` column (nbgrader's student CSV)")
+    return reader
+
+
+def lms_of(fieldnames: list[str]) -> str:
+    """Whose export a header is: nbgrader, canvas or moodle."""
+    if "id" in fieldnames:
+        return "nbgrader"
+    if {"Student", "ID"} <= set(fieldnames):
+        return "canvas"
+    if {"First name", "Surname"} <= set(fieldnames):
+        return "moodle"
+    return ""
+
+
+def id_column(course: Path | None, lms: str) -> str:
+    """The column of the LMS's export that is the student's id: course.toml's [roster] id."""
+    chosen = course_settings(course).get("roster", {}).get("id") if course else None
+    return chosen or ID_COLUMN[lms]
+
+
+def read_csv(path: Path, course: Path | None = None) -> list[dict]:
+    """The class from nbgrader's student CSV, Canvas's gradebook export or Moodle's export:
+    rows with COLUMNS (and, from Canvas, KEPT), empty cells as None, other columns left out."""
+    reader = _reader(path)
+    lms = lms_of(reader.fieldnames)
+    if not lms:
+        raise GradingError(
+            f"{path}: not a roster: nbgrader's student CSV needs an `id` column; Canvas's "
+            "gradebook export starts Student, ID, SIS User ID; Moodle's has First name, Surname"
+        )
     rows, seen = [], {}
     for n, row in enumerate(reader, start=2):
-        row = {k: (row.get(k) or "").strip() or None for k in COLUMNS if k in reader.fieldnames}
+        row = {k.strip(): (v or "").strip() or None for k, v in row.items() if k}
+        if lms == "canvas":
+            student = row.get("Student") or ""
+            if "Points Possible" in student or student == "Student, Test":
+                continue  # Canvas's points row and its test student are no one
+        row = _as_nbgrader(row, lms, id_column(course, lms) if lms != "nbgrader" else "id")
         if not row["id"]:
-            raise GradingError(f"{path}, line {n}: no id")
+            raise GradingError(_no_id(path, n, lms, course, reader.fieldnames))
         key = row["id"].casefold()
         if key in seen:  # collect matches ids case-insensitively, so they must differ so too
             raise GradingError(f"{path}, line {n}: {row['id']!r} is {seen[key]!r} already")
@@ -101,22 +148,72 @@ def read_csv(path: Path) -> list[dict]:
     return rows
 
 
+def _as_nbgrader(row: dict, lms: str, id_from: str) -> dict:
+    """One row of an export as nbgrader's student CSV has it."""
+    if lms == "nbgrader":
+        return {k: row.get(k) for k in (*COLUMNS, *KEPT) if k in row}
+    if lms == "moodle":
+        return {"id": row.get(id_from), **{k: row.get(v) for k, v in MOODLE_NAMES.items()}}
+    last, _, first = (row.get("Student") or "").partition(", ")
+    names = {"first_name": first or None, "last_name": last or None}
+    if not first:  # a name without "Last, First"
+        names = {"first_name": last or None, "last_name": None}
+    kept = {k: row.get(v) for k, v in KEPT.items()}
+    return {"id": row.get(id_from), **names, "lms_user_id": row.get("ID"), **kept}
+
+
+def _no_id(path: Path, n: int, lms: str, course: Path | None, fieldnames: list[str]) -> str:
+    if lms == "nbgrader":
+        return f"{path}, line {n}: no id"
+    column = id_column(course, lms)
+    where = "has no column" if column not in fieldnames else f"line {n} has no"
+    return (
+        f"{path} {where} {column!r}, the student's id: choose a column every student has in "
+        f'course.toml, [roster] id = "..." (this file has: {", ".join(fieldnames)})'
+    )
+
+
 def import_roster(course: Path, path: Path) -> tuple[int, int]:
     """The roster into the gradebook (created or updated) and COURSE/roster.csv; (rows, new)."""
     from nbgrader.api import Gradebook
 
-    rows = read_csv(path)
+    if not (Path(course) / "release").is_dir():
+        raise GradingError(
+            f"{course} has no release yet: run `make release` first (it makes the course "
+            "folder and its gradebook), then `make roster`"
+        )
+    rows = read_csv(path, course)
     with Gradebook(db_url(course)) as gb:
         known = {s.id for s in gb.students}
         for row in rows:
-            fields = {k: v for k, v in row.items() if k != "id"}
+            fields = {k: v for k, v in row.items() if k in COLUMNS[1:]}
             gb.update_or_create_student(row["id"], **fields)
     out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=COLUMNS, lineterminator="\n")
+    columns = [*COLUMNS, *KEPT]
+    writer = csv.DictWriter(out, fieldnames=columns, lineterminator="\n")
     writer.writeheader()
-    writer.writerows({k: row.get(k) or "" for k in COLUMNS} for row in rows)
+    writer.writerows({k: row.get(k) or "" for k in columns} for row in rows)
     (Path(course) / ROSTER_FILE).write_text(out.getvalue(), encoding="utf-8")
     return len(rows), sum(row["id"] not in known for row in rows)
+
+
+def canvas_identities(course: Path):
+    """student id -> the Canvas import file's ID, SIS User ID, SIS Login ID and Section: as
+    Canvas's export had them, where the roster came from it; the id in the column course.toml's
+    [roster] id names where that column is empty (SIS User ID by default)."""
+    column = id_column(course, "canvas")
+    column = column if column in CANVAS_IDENTITY[1:4] else ID_COLUMN["canvas"]
+    path = Path(course) / ROSTER_FILE
+    kept = {row["id"]: row for row in read_csv(path)} if path.is_file() else {}
+
+    def of(student: str, lms_user_id: str = "") -> dict:
+        """lms_user_id: the gradebook's, which the formgrader may have changed since."""
+        row = kept.get(student, {})
+        found = {"ID": lms_user_id or row.get("lms_user_id") or ""}
+        found |= {canvas: row.get(k) or "" for k, canvas in KEPT.items()}
+        return found | {column: found.get(column) or student}
+
+    return of
 
 
 class Roster:

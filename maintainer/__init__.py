@@ -3,6 +3,8 @@
     notebook_build   `make notebooks`, `make release`: every notebook flavour from solutions/
     pipeline         `make regenerate-baselines`: run the solution notebooks, refresh data/
     bench            `make bench`: our training loop against a plain one, docs/bench/
+    core_minutes     `make core-minutes`: each notebook's core path in minutes, docs/core_path.md
+    copy_corpus      the copy detector's bars on an honest-versus-copy corpus, 200 students timed
     regenerate_baselines_colab.{py,ipynb}   the pipeline on a Colab GPU
 
 They run from a checkout (`python -m maintainer.pipeline`). They import the package, the

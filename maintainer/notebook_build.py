@@ -36,6 +36,9 @@ COLAB_PIPELINE = Path(__file__).with_name("regenerate_baselines_colab.py")
 # Cells with this tag belong to the baselines pipeline (recording measurements, extra seeds):
 # papermill runs them from solutions/, and no student flavour carries them.
 MAINTAINER_TAG = "maintainer"
+# A section a student reads after the lab: its heading's title starts so (core_minutes skips it).
+READ_AFTERWARDS = re.compile(r"^(optional|after the lab)\b", re.IGNORECASE)
+HEADING = re.compile(r"^(#{1,6})\s+(.*)$")
 SOLUTION_MARKERS = re.compile(r"^[ \t]*### (BEGIN|END) SOLUTION[ \t]*(\n|$)", re.MULTILINE)
 COLAB = "https://colab.research.google.com"
 
@@ -165,7 +168,25 @@ def source_notebook(
         cell.id = f"{path.stem[:2]}-{i:03d}"
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
+    _fold_reading_afterwards(nb)
     return nb
+
+
+def _opens_afterwards(cell) -> bool:
+    heading = HEADING.match(cell.source.partition("\n")[0])
+    return bool(heading and READ_AFTERWARDS.match(heading.group(2)))
+
+
+def _fold_reading_afterwards(nb) -> None:
+    """The sections a student reads after the lab open folded (JupyterLab, classic Jupyter and
+    Colab each keep that in their own metadata), so the core path is what shows."""
+    folded = [cell for cell in nb.cells if cell.cell_type == "markdown" and _opens_afterwards(cell)]
+    for cell in folded:
+        cell.metadata["jp-MarkdownHeadingCollapsed"] = True
+        cell.metadata["heading_collapsed"] = True
+    if folded:
+        colab = nb.metadata.setdefault("colab", {"provenance": []})
+        colab["collapsed_sections"] = [cell.id for cell in folded]
 
 
 def colab_pipeline_notebook():

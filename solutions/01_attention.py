@@ -5,15 +5,19 @@
 #
 # - **Exercise 0 · Read the model** (3 min): find your way around the provided mini-GPT.
 # - **Exercise 1 · Scaled dot-product attention** (12 min): write the equation every attention
-#   head of that model computes. The provided multi-head layer takes an attention function as
-#   a parameter: below you plug yours into the whole model. (To train faster, notebook 04 lets
-#   PyTorch's fused kernel compute the same equation.)
+#   head of that model computes.
 #
-# Then a provided measurement shows *why* the scores are divided by $\sqrt{d_k}$.
+# Then a provided measurement shows *why* the scores are divided by $\sqrt{d_k}$. At the end,
+# **after the lab**: your function inside the whole model, one row of attention at
+# initialization, and questions to check yourself.
+#
+# <details><summary>How an exercise works</summary>
 #
 # Each exercise is a `# TODO` stub. Where people tend to stall, a folded **hint** sits above the
 # stub. The **checkpoint** cell under it passes with a ✅ line or fails with a message that names
 # the likely mistake.
+#
+# </details>
 
 # %% tags=["maintainer"]
 # For the course's pipeline only (`make regenerate-baselines`); left out of student notebooks.
@@ -35,6 +39,7 @@ import torch
 
 import transformer_lab as tl
 from checkpoints import attention as check
+from transformer_lab.plots import plot_score_spread
 
 DEVICE, BUDGET = tl.start_notebook(MODE, DEVICE)
 
@@ -106,37 +111,6 @@ def read_the_model():
 check.exercise_0(read_the_model)
 
 # %% [markdown]
-# ### Check yourself
-#
-# **1.** To save parameters, someone ties two projections, $W_K = W_Q$. With the score
-# $q_t^\top k_i$, compare position $t$ reading $i$ with $i$ reading $t$. What relation between
-# two tokens can such a layer no longer express?
-#
-# <details><summary>Answer</summary>
-#
-# The two scores become equal: $q_t^\top k_i = h_t^\top W W^\top h_i$ and $W W^\top$ is
-# symmetric. Only mutual relevance is left; a one-way relation ("this verb looks for its
-# subject, the subject does not look for the verb") cannot be written. The score of a position
-# with itself, $\lVert W^\top h_t\rVert^2$, is also never negative, which pulls every position
-# towards reading itself. Separate $W_Q$ and $W_K$ lift both limits.
-#
-# </details>
-#
-# **2.** A captioning model encodes a photo into 49 patch vectors; its transformer decoder has a
-# masked self-attention layer and a cross-attention layer in each block. Where do queries, keys
-# and values come from in each layer, and what shape is $A$ when the caption has $T$ tokens?
-#
-# <details><summary>Answer</summary>
-#
-# Self-attention: all three from the caption's own vectors; $A$ is $T \times T$ and lower
-# triangular under the causal mask. Cross-attention: queries from the decoder, keys and values
-# from the 49 patches; $A$ is $T \times 49$ with no causal mask, because the whole image is
-# known. In training every position of both layers is computed at once; at generation the
-# decoder runs once per new token, while the encoder runs once per image.
-#
-# </details>
-
-# %% [markdown]
 # ## Exercise 1 · Scaled dot-product attention (12 min)
 #
 # Stack the queries, keys and values as rows: $Q \in \mathbb{R}^{T_q \times d_k}$,
@@ -191,20 +165,6 @@ check.exercise_1_hidden(scaled_dot_product_attention)
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# Your function now runs inside the whole model: the provided `MiniGPT` accepts any attention
-# function with this signature. The next cell runs the untrained model on yours and on the
-# package's and compares the logits.
-
-# %%
-yours = tl.MiniGPT(attention=scaled_dot_product_attention).eval()
-ours = tl.MiniGPT().eval()
-ours.load_state_dict(yours.state_dict())
-idx = torch.randint(0, 65, (2, 32))
-with torch.no_grad():
-    gap = (yours(idx) - ours(idx)).abs().max().item()
-print(f"largest difference between the logits: {gap:.2e}")
-
-# %% [markdown]
 # ## Why divide by $\sqrt{d_k}$?
 #
 # If the coordinates of $q$ and $k$ are independent with mean 0 and variance 1, each product
@@ -229,8 +189,66 @@ for d_k in SPREAD_D_K:
         f"std of q·k / sqrt(d_k) = {spread[d_k]['scaled']:.3f}"
     )
 
+# %%
+plot_score_spread(spread)  # the spreads just measured, beside the sqrt(d_k) of Equation 5
+plt.show()
+
 # %% tags=["maintainer"]
 record(RESULTS, {"score_spread": {str(d_k): s for d_k, s in spread.items()}})
+
+# %% [markdown]
+# **Next:** notebook 02 builds the causal mask and tests that nothing leaks from the future.
+
+# %% [markdown]
+# ## After the lab · for reading afterwards
+#
+# ### Your function inside the whole model
+#
+# The provided multi-head layer takes an attention function as a parameter, so your function
+# now runs inside the whole model: the provided `MiniGPT` accepts any attention function with
+# this signature. The next cell runs the untrained model on yours and on the package's and
+# compares the logits. (To train faster, notebook 04 lets PyTorch's fused kernel compute the
+# same equation.)
+
+# %%
+yours = tl.MiniGPT(attention=scaled_dot_product_attention).eval()
+ours = tl.MiniGPT().eval()
+ours.load_state_dict(yours.state_dict())
+idx = torch.randint(0, 65, (2, 32))
+with torch.no_grad():
+    gap = (yours(idx) - ours(idx)).abs().max().item()
+print(f"largest difference between the logits: {gap:.2e}")
+
+# %% [markdown]
+# ### Check yourself: the projections and the lookup
+#
+# **1.** To save parameters, someone ties two projections, $W_K = W_Q$. With the score
+# $q_t^\top k_i$, compare position $t$ reading $i$ with $i$ reading $t$. What relation between
+# two tokens can such a layer no longer express?
+#
+# <details><summary>Answer</summary>
+#
+# The two scores become equal: $q_t^\top k_i = h_t^\top W W^\top h_i$ and $W W^\top$ is
+# symmetric. Only mutual relevance is left; a one-way relation ("this verb looks for its
+# subject, the subject does not look for the verb") cannot be written. The score of a position
+# with itself, $\lVert W^\top h_t\rVert^2$, is also never negative, which pulls every position
+# towards reading itself. Separate $W_Q$ and $W_K$ lift both limits.
+#
+# </details>
+#
+# **2.** A captioning model encodes a photo into 49 patch vectors; its transformer decoder has a
+# masked self-attention layer and a cross-attention layer in each block. Where do queries, keys
+# and values come from in each layer, and what shape is $A$ when the caption has $T$ tokens?
+#
+# <details><summary>Answer</summary>
+#
+# Self-attention: all three from the caption's own vectors; $A$ is $T \times T$ and lower
+# triangular under the causal mask. Cross-attention: queries from the decoder, keys and values
+# from the 49 patches; $A$ is $T \times 49$ with no causal mask, because the whole image is
+# known. In training every position of both layers is computed at once; at generation the
+# decoder runs once per new token, while the encoder runs once per image.
+#
+# </details>
 
 # %% [markdown]
 # ### One row of attention at initialization
@@ -305,5 +323,3 @@ for d_k in ROW_D_K:
 # makes the starting spread independent of $d_k$.
 #
 # </details>
-#
-# **Next:** notebook 02 builds the causal mask and tests that nothing leaks from the future.

@@ -9,7 +9,7 @@
 #
 # - **Exercise 2 · The causal mask** (8 min): build the mask of Equation 6, then run the leak
 #   test on one attention step.
-# - A provided cell shows why the mask must act *before* the softmax.
+# - **After the lab**: a provided cell shows why the mask must act *before* the softmax.
 # - **Optional**: padding masks, and what to do with a query that may read nothing.
 #
 # The notebook stands on its own. Where it needs the attention function you wrote in
@@ -35,8 +35,8 @@ import matplotlib.pyplot as plt
 import torch
 
 import transformer_lab as tl
-from checkpoints import CheckFailed
 from checkpoints import causal_mask as check
+from transformer_lab.plots import plot_leak, plot_masks
 
 DEVICE, BUDGET = tl.start_notebook(MODE, DEVICE)
 torch.set_printoptions(precision=2, sci_mode=False)
@@ -142,9 +142,15 @@ plt.show()
 print("row sums with your mask:", A.sum(-1))
 
 # %% [markdown]
-# ## Why the mask goes before the softmax
+# **Next:** notebook 03 shows that attention cannot tell order on its own, and gives the model
+# its positions.
+
+# %% [markdown]
+# ## After the lab · for reading afterwards
 #
-# ### Check yourself
+# ### Why the mask goes before the softmax
+#
+# #### Check yourself
 #
 # **1. Predict first, on paper.** Count positions from 1, as the lecture does. Row $t = 2$ of
 # the scaled scores of a four-token sequence is $(1, 1, 5, 3)$. What is row 2 of $A$ under
@@ -195,10 +201,27 @@ def softmax_then_zero(Q, K, V, allowed):
     return A @ V, A
 
 
-try:
-    check.attention_leak_test(tl.causal_mask, attention=softmax_then_zero)
-except CheckFailed as failure:
-    print(f"The leak test fails, as it should:\n{failure}")
+failure = check.leak_demo(softmax_then_zero)  # the leak test, with the right mask
+assert failure.code == "ex2.leak_to_earlier", failure  # the leak, not some other failure
+print(f"The leak test fails, as it should:\n{failure}")
+
+# %% [markdown]
+# The leak test position by position: one input changes, at position `t0`, and every output is
+# measured. With your mask nothing before `t0` moves; with the mask after the softmax, every
+# earlier output does.
+
+# %%
+g = torch.Generator().manual_seed(4)
+X_leak, t0 = torch.randn(8, 8, generator=g), 5
+X_changed = X_leak.clone()
+X_changed[t0] = torch.randn(8, generator=g)
+moved = {}
+for label, step in (("your mask", attention), ("mask after the softmax", softmax_then_zero)):
+    before, _ = step(X_leak, X_leak, X_leak, causal_mask(8))
+    after, _ = step(X_changed, X_changed, X_changed, causal_mask(8))
+    moved[label] = (before - after).abs().amax(-1)  # the largest change of each v̄_t
+plot_leak(moved, t0)
+plt.show()
 
 # %% [markdown]
 # ### Check yourself
@@ -270,12 +293,24 @@ X_left = torch.randn(1, 5, 8, generator=torch.Generator().manual_seed(3))
 try:
     attention(X_left, X_left, X_left, allowed_left)  # empty_row="error", the default
 except ValueError as err:
+    assert "no allowed key" in str(err), err  # the empty row, not some other refusal
     print(f'empty_row="error": ValueError: {err}')
 V_bar, A = attention(X_left, X_left, X_left, allowed_left, empty_row="zero")
 print('empty_row="zero": weights')
 print(A[0])
 print("row sums:", A[0].sum(-1))
 print("output rows that are all zero:", (V_bar[0] == 0).all(-1).tolist())
+
+# %%
+plot_masks(  # the masks of this section, sequence 2 and the left-padded one
+    {
+        "causal_mask(5)": causal_mask(T),
+        "key_ok[1], over every query": key_ok[1].expand(T, T),
+        "allowed[1] = causal & key_ok": allowed[1],
+        "padded on the left": allowed_left[0],
+    }
+)
+plt.show()
 
 # %% [markdown]
 # A softmax subtracts the row's maximum before exponentiating, to stay in range. In a row of
@@ -303,6 +338,3 @@ print("output rows that are all zero:", (V_bar[0] == 0).all(-1).tolist())
 # policy turns the same situation into an error, or into a deliberate zero.
 #
 # </details>
-#
-# **Next:** notebook 03 shows that attention cannot tell order on its own, and gives the model
-# its positions.

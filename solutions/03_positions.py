@@ -9,8 +9,8 @@
 # - **Exercise 3 · Positions** (6 min): write the input step of the model, Equation 8;
 # - with that step the model is complete: the leak test on its logits, and its loss before any
 #   training;
-# - a provided picture of the sinusoidal encodings of Equation 9, the alternative the lab does
-#   not use.
+# - at the end, **after the lab**: why attention is blind to order, the sinusoidal encodings
+#   of Equation 9 and questions to check yourself.
 
 # %% tags=["maintainer"]
 # For the course's pipeline only (`make regenerate-baselines`); left out of student notebooks.
@@ -36,18 +36,9 @@ DEVICE, BUDGET = tl.start_notebook(MODE, DEVICE)
 # %% [markdown]
 # ## Attention is blind to order
 #
-# The output at position $t$ is a weighted sum over the positions it reads,
-# $\bar v_t = \sum_{i \le t} \alpha_{t,i} v_i$, and each weight $\alpha_{t,i}$ and value $v_i$ is
-# computed from the *contents* $h_t$ and $h_i$ alone. The index $i$ only labels the terms of the
-# sum. Reorder the positions before $t$ and the same terms are added in another order: for a
-# self-attention layer, what it reads is an unordered collection.
-#
 # The next cell feeds one causal attention layer of the package (`tl.MultiHeadAttention`) the
 # characters of `dog bites man` and of `bites dog man`: the same characters, the same last one.
 # First with token embeddings only, then with learned position vectors added.
-#
-# **Predict first.** Is the output at the last position the same for the two orders, without
-# positions? With them?
 
 # %%
 corpus = tl.load_corpus()
@@ -63,10 +54,7 @@ check.order_blindness(first, second)
 # $$h_t^{(0)} = e_{w_t} + p_t \quad (8)$$
 #
 # with $e_{w_t} \in \mathbb{R}^{d_\text{model}}$ the embedding of token $w_t$ and
-# $p_t \in \mathbb{R}^{d_\text{model}}$ the encoding of position $t$. The lab *learns* the
-# $p_t$, as GPT models do: a second embedding table with one row per position, $T_\text{max}$
-# rows, trained with everything else. The same character at two positions now enters the first
-# layer as two different vectors.
+# $p_t \in \mathbb{R}^{d_\text{model}}$ the encoding of position $t$, learned here.
 #
 # Write `embed_with_positions(idx, tok_emb, pos_emb)`:
 #
@@ -114,9 +102,6 @@ check.exercise_3_hidden(embed_with_positions)
 #   move at all. The model runs in evaluation mode, so dropout cannot blur the comparison.
 # - **the loss before training**: an untrained model should spread its probability almost evenly
 #   over the 65 characters.
-#
-# **Predict first.** What is the cross-entropy, in nats per character, of a model that gives
-# each of the 65 characters the probability $1/65$?
 
 # %%
 model = tl.MiniGPT(embed=embed_with_positions).eval()
@@ -127,11 +112,40 @@ untrained_nats = check.untrained_loss(model, corpus, characters=BUDGET.test_char
 record(RESULTS, {"leak": {"untrained_model": largest_leak}, "untrained_gpt_nats": untrained_nats})
 
 # %% [markdown]
-# The answer is $-\ln(1/65) = \ln 65$. A loss well above it would mean that the untrained
+# **Next:** notebook 04 trains this model on Shakespeare and compares it with the LSTM.
+
+# %% [markdown]
+# ## After the lab · for reading afterwards
+#
+# ### Why attention is blind to order
+#
+# The output at position $t$ is a weighted sum over the positions it reads,
+# $\bar v_t = \sum_{i \le t} \alpha_{t,i} v_i$, and each weight $\alpha_{t,i}$ and value $v_i$ is
+# computed from the *contents* $h_t$ and $h_i$ alone. The index $i$ only labels the terms of the
+# sum. Reorder the positions before $t$ and the same terms are added in another order: for a
+# self-attention layer, what it reads is an unordered collection.
+#
+# That is the question the order checkpoint answered, before your Exercise 3: is the output at
+# the last position the same for the two orders, without positions? With them?
+#
+# The lab *learns* the $p_t$ of Equation 8, as GPT models do: a second embedding table with one
+# row per position, $T_\text{max}$ rows, trained with everything else. The same character at two
+# positions now enters the first layer as two different vectors.
+#
+# ### The loss before training
+#
+# What is the cross-entropy, in nats per character, of a model that gives each of the 65
+# characters the probability $1/65$?
+#
+# <details><summary>Answer</summary>
+#
+# $-\ln(1/65) = \ln 65$. A loss well above it would mean that the untrained
 # model is confidently wrong, because its logits start too large; that costs the first part of
 # training just undoing the initialisation.
 #
-# ## Sinusoidal encodings (not used in the lab)
+# </details>
+#
+# ### Sinusoidal encodings (not used in the lab)
 #
 # The original transformer does not learn $p_t$: it fixes it by a formula, with no parameters.
 # For the coordinate pairs $j = 0, \dots, d_\text{model}/2 - 1$,
@@ -215,5 +229,3 @@ for delta in (1, 5, 20):
 # well.
 #
 # </details>
-#
-# **Next:** notebook 04 trains this model on Shakespeare and compares it with the LSTM.

@@ -1,15 +1,16 @@
 # %% [markdown]
 # # Lab 5 · Notebook 5 — Looking at the heads
 #
-# Part B, last step. The trained mini-GPT has 4 layers of 4 heads: 16 attention weight matrices
-# $A^{(r)}$ for every window it reads. This notebook looks at them.
+# Part B, last step: the trained mini-GPT's 16 heads (4 layers of 4). **Exercise 5** (7 min):
+# summarize each head by how far back it reads, then look at the first and the last layer.
+# **After the lab**, at the end: one head reading `To be,`, and what such pictures say.
 #
-# - **Exercise 5 · Looking at the heads** (7 min): summarize each head by how far back it reads
-#   on average, its *mean attention distance*; then look at the weights of the first and the
-#   last layer, and at one head reading the six characters `To be,`.
+# <details><summary>How the exercise works</summary>
 #
 # As before, the exercise is a `# TODO` stub with a folded **hint** above it, and the
 # **checkpoint** under it passes with a ✅ line or names the likely mistake.
+#
+# </details>
 
 # %% tags=["maintainer"]
 # For the course's pipeline only (`make regenerate-baselines`); left out of student notebooks.
@@ -37,17 +38,8 @@ DEVICE, BUDGET = tl.start_notebook(MODE, DEVICE)
 # %% [markdown]
 # ## The model you are looking at
 #
-# The next cell looks for the model you trained in notebook 04, in this order:
-#
-# 1. on Colab, in your Google Drive (`MyDrive/transformer-lab/mini_gpt.pt`, where 04 offers to
-#    copy it): it asks before mounting the Drive, unless `USE_DRIVE` at the top says already;
-# 2. beside this notebook (`mini_gpt.pt`), where 04 saves it: a local Jupyter, or 04 run in
-#    this same runtime;
-# 3. otherwise the mini-GPT the course trained and recorded with its baselines, from the
-#    recorded run nearest to your budget and device.
-#
-# It prints which model you are looking at and, for a recorded one, which run and why that run:
-# every number below belongs to that model and its budget, not to "the transformer" in general.
+# The next cell loads the model you trained in notebook 04 if it finds it, else the one the
+# course recorded, and prints which: every number below belongs to that model.
 
 # %%
 corpus = tl.load_corpus(DEVICE)
@@ -74,11 +66,8 @@ if budget and budget.name in ("smoke", "grade") and BUDGET.name in ("quick", "fu
 # %% [markdown]
 # ## Exercise 5 · Looking at the heads (7 min)
 #
-# Row $t$ of a head's matrix $A$ holds the weights $\alpha_{t,i}$ with which query $t$ reads key
-# $i$. Under the causal mask they are zero for $i > t$ and sum to 1 over $i \le t$. Reading key
-# $i$ from position $t$ means looking $t - i$ characters back, so $\sum_{i \le t}\alpha_{t,i}\,(t-i)$
-# is the expected look-back of query $t$. Averaged over the $T$ queries of a window, it gives the
-# **mean attention distance** of the head, in characters:
+# The **mean attention distance** of a head, in characters, is how far back its queries read on
+# average:
 #
 # $$D = \frac{1}{T}\sum_{t=0}^{T-1}\;\sum_{i=0}^{t} \alpha_{t,i}\,(t-i).$$
 #
@@ -88,19 +77,16 @@ if budget and budget.name in ("smoke", "grade") and BUDGET.name in ("quick", "fu
 #   leading dimensions. The model returns `(n_layers, B, n_heads, T, T)`.
 # - Return a tensor of shape `(...)`: one $D$ per leading index, in `A`'s dtype, on `A`'s device.
 #   No Python loop over heads is needed.
-#
-# Three matrices whose answer you can work out in your head, for $T = 6$: every query reads only
-# itself ($D = 0$); every query reads only the first character (row $t$ looks back $t$, so
-# $D = 2.5$); row $t$ spreads its weight evenly over keys $0..t$ (row $t$ looks back $t/2$ on
-# average, so $D = 1.25$). The checkpoint starts with these.
 
 # %% [markdown]
 # <details><summary>Hint</summary>
 #
-# Build the $T \times T$ matrix of offsets $t - i$ once, from `torch.arange(T)` and broadcasting
-# (`[:, None]` for the queries, `[None, :]` for the keys). Its entries above the diagonal are
-# negative, but $A$ is exactly 0 there. Multiply, **sum** over the keys (the weights of a row
-# already sum to 1, so this sum is already an average), then **average** over the queries.
+# Build the $T \times T$ matrix of offsets $t - i$ once, from `torch.arange(T, device=A.device)`
+# and broadcasting (`[:, None]` for the queries, `[None, :]` for the keys). Its entries above the
+# diagonal are negative, but $A$ is exactly 0 there. Multiply, **sum** over the keys (the weights
+# of a row already sum to 1, so this sum is already an average), then **average** over the
+# queries. On a GPU the model's $A$ lives on the GPU and `torch.arange(T)` on the CPU, and the
+# product of the two fails: the `device=A.device` is what lets the same code run on both.
 #
 # </details>
 
@@ -126,22 +112,13 @@ check.exercise_5_hidden(mean_attention_distance)
 # ## All 16 heads on real text
 #
 # The next cell runs the model on 16 windows of 128 characters from the **validation** split
-# (text it was not trained on), asks for the weights of every head
-# (`return_attention=True` gives $A$ as `(n_layers, B, n_heads, T, T)`), and averages $D$ over
-# the 16 windows.
-#
-# Two reference values for a 128-character window: a head that reads only the current character
-# scores 0, and a head that spreads its weight evenly over everything it may read scores
-# $(T-1)/4 = 31.75$. No head can score more than $(T-1)/2 = 63.5$, because early queries have
-# little to look back on.
-#
-# **Predict first.** Which layer do you expect to hold the heads that read furthest back: the
-# first, or the last?
+# (text it was not trained on), asks for the weights of every head and averages $D$ over the 16
+# windows.
 
 # %%
 WINDOWS = 16
 T = model.config.T_max
-g = torch.Generator(device=corpus.device).manual_seed(0)
+g = torch.Generator().manual_seed(0)  # a CPU generator: the same windows on every device
 windows, _ = tl.sample_batch(corpus.val, WINDOWS, T, g)  # (B, T) character ids
 with torch.no_grad():
     _, A = model(windows, return_attention=True)  # (n_layers, B, n_heads, T, T)
@@ -171,25 +148,10 @@ plt.show()
 record(RESULTS, {"mean_attention_distance": distances.tolist()})
 
 # %% [markdown]
-# Layers and heads are numbered from 1 here, as in the lecture; in code, layer 1 is index 0.
-#
-# Distances belong to one model: they change with the budget, the seed and the machine. So the
-# next cell shows recorded distances only when you are looking at a recorded model, and then
-# those of that model's own run (from `data/baselines.json`), saying which run it is and why.
-# For your own model nothing recorded belongs beside it: the table above is its measurement.
-
-# %%
-print(recorded_distances(run, run_key(BUDGET.name, DEVICE)))
-
-# %% [markdown]
 # ## The weights of the first and the last layer
 #
 # One window of text, every head of layer 1 and of layer 4. Row $t$ is query $t$, column $i$ is
 # key $i$; brighter means more weight. The upper triangle is exactly 0 (the causal mask).
-#
-# **Look for:** heads whose weight hugs the diagonal (the last few characters), heads with
-# vertical stripes (one position read by many later queries: the printed text tells you which
-# character sits there), and heads that smear their weight over the whole past.
 
 # %%
 val_start = len(corpus.train)  # the validation split follows the training split
@@ -216,7 +178,73 @@ fig.tight_layout()
 plt.show()
 
 # %% [markdown]
-# ## One head reading `To be,`
+# **End of the core path.** Notebook 06 is the optional challenge: write the multi-head layer and
+# the block yourself.
+
+# %% [markdown]
+# ## After the lab · for reading afterwards
+#
+# ### Where the model comes from
+#
+# The cell under "The model you are looking at" looks for the model you trained in notebook 04,
+# in this order:
+#
+# 1. on Colab, in your Google Drive (`MyDrive/transformer-lab/mini_gpt.pt`, where 04 offers to
+#    copy it): it asks before mounting the Drive, unless `USE_DRIVE` at the top says already;
+# 2. beside this notebook (`mini_gpt.pt`), where 04 saves it: a local Jupyter, or 04 run in
+#    this same runtime;
+# 3. otherwise the mini-GPT the course trained and recorded with its baselines, from the
+#    recorded run nearest to your budget and device.
+#
+# It prints which model you are looking at and, for a recorded one, which run and why that run:
+# every number below belongs to that model and its budget, not to "the transformer" in general.
+#
+# ### How far back a head can read
+#
+# Row $t$ of a head's matrix $A$ holds the weights $\alpha_{t,i}$ with which query $t$ reads key
+# $i$. Under the causal mask they are zero for $i > t$ and sum to 1 over $i \le t$. Reading key
+# $i$ from position $t$ means looking $t - i$ characters back, so $\sum_{i \le t}\alpha_{t,i}\,(t-i)$
+# is the expected look-back of query $t$. Averaged over the $T$ queries of a window, it gives the
+# **mean attention distance** of the head, in characters, $D$ of Exercise 5.
+#
+# In the cell of "All 16 heads on real text", `return_attention=True` gives $A$ as
+# `(n_layers, B, n_heads, T, T)`.
+#
+# Two reference values for a 128-character window: a head that reads only the current character
+# scores 0, and a head that spreads its weight evenly over everything it may read scores
+# $(T-1)/4 = 31.75$. No head can score more than $(T-1)/2 = 63.5$, because early queries have
+# little to look back on.
+#
+# **Look back.** Which layer holds the heads that read furthest back in your table: the first,
+# or the last? Is that what you expected?
+#
+# Layers and heads are numbered from 1 in the table above, as in the lecture; in code, layer 1
+# is index 0.
+#
+# The checkpoint of Exercise 5 starts with three matrices whose answer you can work out in your
+# head, for $T = 6$: every query reads only itself ($D = 0$); every query reads only the first
+# character (row $t$ looks back $t$, so $D = 2.5$); row $t$ spreads its weight evenly over keys
+# $0..t$ (row $t$ looks back $t/2$ on average, so $D = 1.25$).
+#
+# ### What to look for in the weights of the first and the last layer
+#
+# **Look for:** heads whose weight hugs the diagonal (the last few characters), heads with
+# vertical stripes (one position read by many later queries: the printed text tells you which
+# character sits there), and heads that smear their weight over the whole past.
+
+# %% [markdown]
+# ### Recorded distances
+#
+# Distances belong to one model: they change with the budget, the seed and the machine. So the
+# next cell shows recorded distances only when you are looking at a recorded model, and then
+# those of that model's own run (from `data/baselines.json`), saying which run it is and why.
+# For your own model nothing recorded belongs beside it: the table above is its measurement.
+
+# %%
+print(recorded_distances(run, run_key(BUDGET.name, DEVICE)))
+
+# %% [markdown]
+# ### One head reading `To be,`
 #
 # The lecture's Figure 2 shows one head of a trained mini-GPT on the six characters `To be,`.
 # The next cell draws the same picture for **your** model. It picks the head of the **last
@@ -328,6 +356,3 @@ for n_h in (4, 16):
 # heads only on windows of the same length, or average over late queries only (say $t \ge 64$).
 #
 # </details>
-#
-# **End of the core path.** Notebook 06 is the optional challenge: write the multi-head layer and
-# the block yourself.

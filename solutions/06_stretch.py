@@ -24,11 +24,14 @@ USE_DRIVE = None  # on Colab, look for your model in Google Drive? None: ask; Tr
 # %%
 import time
 
+import matplotlib.pyplot as plt
 import torch
 import torch.nn as nn
 
 import transformer_lab as tl
 from checkpoints import stretch as check
+from transformer_lab.plots import StepClock, plot_step_times
+from transformer_lab.runtime import device_name
 
 DEVICE, BUDGET = tl.start_notebook(MODE, DEVICE)
 
@@ -267,6 +270,20 @@ with torch.no_grad():
     cache = gpt.new_cache()
     stepwise = torch.cat([gpt(idx[:, t : t + 1], cache=cache) for t in range(idx.shape[1])], 1)
 print(f"largest logit difference, cached vs recomputed: {(full - stepwise).abs().max():.1e}")
+
+# %% [markdown]
+# The longer text again, step by step: the time of each generated character, recomputed and
+# with the cache, measured here, in this runtime.
+
+# %%
+step_seconds = {}
+for label, use_cache in (("recomputed", False), ("KV cache", True)):
+    with StepClock(gpt) as clock:  # times each forward pass of the model
+        tl.generate(gpt, prompt, LENGTHS[-1], temperature=0.8, seed=1, use_cache=use_cache)
+    step_seconds[label] = clock.seconds
+where = f"{device_name(DEVICE)}, in this runtime"
+plot_step_times(step_seconds, len(prompt), gpt.config.T_max, where)
+plt.show()
 
 # %% [markdown]
 # The logits agree up to rounding (the sums are done in a different order), which is why the

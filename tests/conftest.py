@@ -21,6 +21,7 @@ if not os.environ.get(OVERRIDE_ENV) and SHARED_CORPUS.is_file():
 HEAVY = (
     "test_grading",
     "test_fresh_runtime",
+    "test_devices",
     "test_pipeline",
     "test_sandbox",
     "test_dask_cluster",

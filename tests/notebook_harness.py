@@ -60,3 +60,23 @@ def run_exercise(
     for source in (prelude(stem), *earlier, exercise, cell(stem, check_id)):
         exec(compile(source, f"<{stem}>", "exec"), namespace)
     return namespace
+
+
+def code_cells(stem: str, **parameters: str) -> list:
+    """The code cells of a solution notebook as they run: solutions in place, the pipeline's own
+    cells (tagged maintainer) left out, and each of `parameters` (NAME="python expression") set
+    in the parameters cell."""
+    out = []
+    for c in cells(stem):
+        tags = c.metadata.get("tags", [])
+        if c.cell_type != "code" or "maintainer" in tags:
+            continue
+        source = c.source
+        if "parameters" in tags:
+            for name, value in parameters.items():
+                source, found = re.subn(rf"^{name} = .*$", f"{name} = {value}", source, flags=re.M)
+                assert found == 1, f"{stem}'s parameters cell has no {name}"
+        copy = c.copy()
+        copy.source = source
+        out.append(copy)
+    return out

@@ -2,17 +2,19 @@
 an attention function and of a whole model), order blindness, the untrained loss, the layer and
 model checks of the challenge, the trigram comparison; and what the checks leave behind (the watch
 on delegated answers leaves no hook) and the package's own error for an inverted mask. Each passes
-on good inputs and fails with its code on bad ones. The checkpoints of the exercises are run
-through their cells by the bug zoo (test_bugzoo.py)."""
+on good inputs and fails with its code on bad ones. Also the notebooks' provided cells that
+demonstrate a failure: each asserts which one it shows, and shows it. The checkpoints of the
+exercises are run through their cells by the bug zoo (test_bugzoo.py)."""
 
 import math
+import re
 import sys
 import threading
 
 import pytest
 import torch
 import torch.nn as nn
-from notebook_harness import cell, inject, prelude
+from notebook_harness import ROOT, cell, cells, code_cells, inject, prelude
 from zoo import run
 from zoo_nb01 import EX1
 from zoo_nb06 import EXA, EXB, STEM, mha
@@ -49,6 +51,19 @@ def test_leak_test_catches_leaky_attention(attention, diagnosis, expected_code):
     with pytest.raises(CheckFailed, match=diagnosis) as failure:
         mask_check.attention_leak_test(lower_triangle, attention=attention)
     assert failure.value.code == expected_code, str(failure.value)
+
+
+def test_the_leak_demo_shows_the_leak_not_the_package_mask():
+    """The course's demonstration uses the package's mask: the demo is not the student's answer,
+    so it shows the leak; a student's alias of that mask still fails as delegated."""
+    assert mask_check.leak_demo(softmax_then_zero).code == "ex2.leak_to_earlier"
+    assert mask_check.leak_demo(unmasked).code == "ex2.leak_above_diagonal"
+    with pytest.raises(AssertionError, match="demonstrates nothing"):
+        mask_check.leak_demo(tl.scaled_dot_product_attention)
+    causal_mask = tl.causal_mask  # the student's alias
+    with pytest.raises(CheckFailed) as failure:
+        mask_check.attention_leak_test(causal_mask, attention=softmax_then_zero)
+    assert failure.value.code == "ex2.uses_package_mask", str(failure.value)
 
 
 def test_leak_test_passes_on_the_reference(capsys):
@@ -268,3 +283,41 @@ def test_the_watch_leaves_no_hook_behind():
     with pytest.raises(CheckFailed):
         run(EX1, "return tl.scaled_dot_product_attention(Q, K, V, allowed)")
     assert (sys.getprofile(), threading.getprofile()) == before
+
+
+# --- The course's own demonstrations of a failure (every notebook) ---------------------------
+
+# A provided cell that shows a failure catches it or asks a check for it.
+DEMO = re.compile(r"^\s*(try:|except\b)|\bcheck\.\w*demo\(", re.M)
+# ... and asserts which failure it shows: a check's code, or the words of a library's error.
+ASSERTS_WHICH = re.compile(r"^\s*assert .*(\.code == \"[a-z0-9]+\.[a-z0-9_]+\"|\" in str\()", re.M)
+
+
+def demonstrations() -> list[tuple[str, int]]:
+    """(notebook, index of its cell) of each provided code cell that demonstrates a failure."""
+    return [
+        (path.stem, i)
+        for path in sorted((ROOT / "solutions").glob("[0-9][0-9]_*.py"))
+        for i, c in enumerate(cells(path.stem))
+        if c.cell_type == "code" and "nbgrader" not in c.metadata and DEMO.search(c.source)
+    ]
+
+
+def test_the_scan_finds_the_demonstrations():
+    found = [cells(stem)[i].source for stem, i in demonstrations()]
+    assert any("check.leak_demo(" in source for source in found)
+    assert any("except ValueError" in source for source in found)
+
+
+@pytest.mark.parametrize(("stem", "index"), demonstrations())
+def test_each_demonstration_asserts_the_failure_it_shows(stem, index):
+    """The cell names its failure, and running the notebook up to it shows that one: a demo
+    that came to show another failure (or none) stops the notebook instead of teaching it."""
+    source = cells(stem)[index].source
+    assert ASSERTS_WHICH.search(source), f"a cell of {stem} shows a failure without saying which"
+    namespace: dict = {"__name__": "__notebook__"}
+    for c in code_cells(stem, MODE='"smoke"'):
+        exec(compile(c.source, f"<{stem}>", "exec"), namespace)
+        if c.source == source:
+            return
+    raise AssertionError(f"the cell of {stem} never ran: is it one of the pipeline's own?")

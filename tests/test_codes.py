@@ -2,7 +2,7 @@
 each thing (no `modified_inputs` beside `modified_input`).
 
 The codes are read from the checks' source: each `code(EXERCISE, "name")`, each mistake table
-(a function whose name ends in `mistakes`, `_MISCOUNTS`, the shape hints of notebook 05), each
+(a function whose name ends in `mistakes`, `_miscounts`, the shape hints of notebook 05), each
 `Forbidden(...)`, the causes of a raised error in `_core`, and each literal `"area.name"` code.
 A place that can raise its code for several exercises is covered when one of them is tested.
 """
@@ -20,11 +20,13 @@ ROOT = Path(__file__).resolve().parents[1]
 CHECKS = ROOT / "checkpoints"
 # Tables of mistakes and the exercise whose codes they hold, as "module:function".
 TABLES = {
-    "attention:_mistakes": "ex1",
-    "attention:_MISCOUNTS": "ex0",
+    "attention:_scale_mistakes": "ex1",
+    "attention:_mask_mistakes": "ex1",
+    "attention:_miscounts": "ex0",
     "causal_mask:_mistakes": "ex2",
     "positions:_mistakes": "ex3",
-    "training:_mistakes": "ex4",
+    "training:_loss_mistakes": "ex4",
+    "training:_unit_mistakes": "ex4",
     "heads:_mistakes": "ex5",
     "heads:_shape_hint": "ex5",
     "stretch:_mha_mistakes": "exa",
@@ -55,7 +57,7 @@ def _names_in(node) -> set[str]:
             for key in sub.keys:
                 if isinstance(key, ast.Constant) and isinstance(key.value, str):
                     found.add(key.value)
-            for value in sub.values:  # _MISCOUNTS: gap -> (name, what)
+            for value in sub.values:  # _miscounts: gap -> (name, what)
                 if isinstance(value, ast.Tuple) and isinstance(value.elts[0], ast.Constant):
                     if isinstance(value.elts[0].value, str) and NAME.match(value.elts[0].value):
                         found.add(value.elts[0].value)
@@ -134,6 +136,9 @@ def test_the_scan_finds_the_codes_it_should():
         "leak.reads_the_future",
         "ex2.wrong_dtype",
         "ex5.only_keys_reduced",
+        "ex1.tensor_as_condition",
+        "ex4.bits_as_log2_of_nats",
+        "ex1.sqrt_precedence",
     ):
         assert known in every, known
     assert len(sites) > 100

@@ -132,3 +132,11 @@ def test_local_override_with_wrong_hash(tmp_path, monkeypatch):
     (tmp_path / "empty").mkdir()
     with pytest.raises(CorpusError, match="folder without"):
         data.corpus_path()
+
+
+def test_the_windows_of_a_cpu_generator_are_the_cpu_draw_of_its_seed(corpus):
+    """sample_batch draws its starts on the generator's device: for a CPU generator the same
+    numbers as before it moved them, so windows recorded on a CPU (notebook 05's) stay valid."""
+    starts = torch.randint(len(corpus.val) - 32, (4,), generator=torch.Generator().manual_seed(0))
+    x, _ = sample_batch(corpus.val, 4, 32, torch.Generator().manual_seed(0))
+    assert torch.equal(x, corpus.val[starts[:, None] + torch.arange(32)])

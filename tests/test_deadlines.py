@@ -14,7 +14,7 @@ from nbgrader.api import Gradebook
 
 from grader import collect, deadlines
 from grader.autograde import autograde
-from grader.course import db_url
+from grader.course import GradingError, db_url, points
 from maintainer.fabricated_class import release
 from maintainer.notebook_build import SOLUTION_MARKERS
 
@@ -104,9 +104,13 @@ def test_a_late_notebook_gets_the_penalty_in_the_gradebook(course, graded):
         assert late.notebooks[0].late_submission_penalty == 2
         assert late.score - late.late_submission_penalty == 2  # what nbgrader's export says
     text = (course / "reports" / "autograde.md").read_text()
-    assert "| late | 4 / 4 late −2 | 2 / 4 |" in text
-    assert "- late / 01_attention: handed in 1 d 1 h late (course.toml): 2 of 4 points" in text
-    assert "| ontime | 4 / 4 | 4 / 4 |" in text
+    # One maximum for everyone: the release's points of the core notebooks, 06 being extra.
+    core = sum(nb.out_of for nb in deadlines.notebooks(course))
+    others = " | –" * (len(deadlines.assigned(course)) - 1)
+    assert f"| late | 4 / 4 late −2{others} | 2 / {core:g} |" in text
+    assert f"| ontime | 4 / 4{others} | 4 / {core:g} |" in text
+    late = text.split("### Late", 1)[1].split("###")[0]
+    assert "- late / 01_attention: handed in 1 d 1 h late (course.toml): 2 of 4 points" in late
 
 
 def test_an_extension_makes_it_on_time(course, graded):
@@ -134,6 +138,31 @@ def test_a_changed_policy_applies_without_grading_again(course, graded):
     assert again["late"].status == "unchanged"  # nothing ran again
     assert again["late"].late_penalty == 4 and again["ontime"].late_penalty == 0
     assert deadlines.lateness(course, "late", NAME) == (90060.0, 4.0)
+
+
+def test_the_course_says_which_notebooks_are_assigned_and_extra(course, tmp_path):
+    copy = tmp_path / "course"
+    (copy / "release").mkdir(parents=True)
+    for name in deadlines.assignments(course):
+        (copy / "release" / name).symlink_to(course / "release" / name)
+    # By default every released notebook, the optional challenge as extra credit.
+    assert deadlines.assigned(copy) == deadlines.assignments(course)
+    assert deadlines.extra_credit(copy) == ["06_stretch"]
+    (copy / "course.toml").write_text(
+        'assigned = ["04_training", "01_attention", "06_stretch"]\nextra_credit = []\n\n'
+        "[due]\n04_training = 2027-01-22T23:59:00+00:00\n"
+    )
+    assert deadlines.assigned(copy) == ["01_attention", "04_training", "06_stretch"]
+    assert deadlines.extra_credit(copy) == []  # counted as core, where the course says so
+    before, after = datetime(2027, 1, 20, tzinfo=UTC), datetime(2027, 1, 23, tzinfo=UTC)
+    assert [nb.due for nb in deadlines.notebooks(copy, before)] == [True, False, True]
+    assert [nb.due for nb in deadlines.notebooks(copy, after)] == [True, True, True]
+    assert [(nb.name, nb.out_of) for nb in deadlines.notebooks(copy)] == [
+        (name, points(course, name)) for name in ("01_attention", "04_training", "06_stretch")
+    ]
+    (copy / "course.toml").write_text('assigned = ["01_attention"]\nextra_credit = ["05_head"]\n')
+    with pytest.raises(GradingError, match="extra_credit names 05_head, not released"):
+        deadlines.extra_credit(copy)
 
 
 def test_the_zip_extended_timestamp_is_read_as_utc():

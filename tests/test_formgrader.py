@@ -1,12 +1,14 @@
 """The written answer graded by hand in a real browser: headless Chromium (Debian's `chromium`
 and `chromium-driver`, driven by Selenium) opens the formgrader's Manual Grading page of
 04_training on a course graded here, opens the one submission, gives the written prediction its
-point, and `export` then counts it. A screenshot of every page visited is kept in the test's
-temporary folder."""
+point, and `export` then counts it. The server is rooted at the course folder and its log holds
+none of nbgrader's exchange or configuration warnings. A screenshot of every page visited is
+kept in the test's temporary folder."""
 
 from __future__ import annotations
 
 import csv
+import json
 import os
 import shutil
 import subprocess
@@ -44,22 +46,29 @@ def graded_course(tmp_path_factory) -> Path:
             cell["source"] = PREDICTION
     write(downloads / "ada" / f"{MANUAL}.ipynb", nb)
     collect.collect(downloads, course)
-    (outcome,) = autograde(course, cell_timeout=30, progress=False)
+    # Our own solution: trusted, so no sandbox is needed (the sandbox is not the point here).
+    (outcome,) = autograde(course, cell_timeout=30, progress=False, sandboxed=False)
     assert outcome.needs_manual == 1
     return course
 
 
+# What nbgrader logged on every page before the course had an exchange and a configuration
+# it can show (issue 26).
+ALARMS = ("Unwritable directory", "not serializable", "exchange directory does not exist")
+
+
 @pytest.fixture
-def server(graded_course):
+def server(graded_course, tmp_path):
     port, token = free_port(), "formgrader-test-token"
+    log = tmp_path / "server.log"
     process = subprocess.Popen(
         server_command(graded_course, port, token),
         cwd=GRADER,
         env=_scripts_on_path(dict(os.environ)),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        stdout=log.open("w"),
+        stderr=subprocess.STDOUT,
     )
-    pages = urls(port, token)
+    pages = urls(port, token) | {"log": log}
     deadline = time.monotonic() + 90
     while True:
         try:
@@ -110,7 +119,7 @@ def test_the_written_answer_gets_its_point_in_the_formgrader(
     browser.get(server["manual grading"])
     link = wait.until(seen.element_to_be_clickable((By.CSS_SELECTOR, "a[href*='/submissions/']")))
     browser.save_screenshot(str(tmp_path / "1-manual-grading.png"))
-    assert "ada" in browser.page_source or "Submission" in browser.page_source
+    assert "Submission #1" in browser.page_source  # ada's, her name hidden as nbgrader does
     link.click()
     score = wait.until(seen.element_to_be_clickable((By.ID, "ex4_prediction")))
     assert PREDICTION in browser.page_source  # the answer being graded is on the page
@@ -123,6 +132,12 @@ def test_the_written_answer_gets_its_point_in_the_formgrader(
     browser.save_screenshot(str(tmp_path / "3-scored.png"))
     assert _manual_score(graded_course) == 1
 
+    browser.get(server["formgrader"])  # Manage Assignments: where the configuration was shown
+    wait.until(seen.presence_of_element_located((By.PARTIAL_LINK_TEXT, MANUAL)))
+    browser.save_screenshot(str(tmp_path / "4-manage-assignments.png"))
+    log = server["log"].read_text()
+    assert not [line for line in log.splitlines() if any(a in line for a in ALARMS)], log[-3000:]
+
     run = [sys.executable, "-m", "grader", "--course", str(graded_course), "export"]
     subprocess.run(run, check=True, cwd=ROOT, capture_output=True)
     rows = list(csv.DictReader((graded_course / "reports" / "grades.csv").open()))
@@ -132,4 +147,14 @@ def test_the_written_answer_gets_its_point_in_the_formgrader(
         "1-manual-grading.png",
         "2-submission.png",
         "3-scored.png",
+        "4-manage-assignments.png",
     ]
+
+
+def test_the_file_browser_shows_the_course_and_nothing_above_it(graded_course, server):
+    contents = server["log in"].replace("/lab?", "/api/contents?")
+    with urllib.request.urlopen(contents, timeout=30) as answer:
+        top = {item["name"] for item in json.load(answer)["content"]}
+    assert top == {p.name for p in graded_course.iterdir()}
+    assert {"gradebook.db", "release", "submitted", "exchange"} <= top
+    assert graded_course.name not in top  # the course's parent would list the course itself

@@ -83,7 +83,8 @@ def mount(mountpoint, force_remount=False, timeout_ms=120000, readonly=False):
 
 def fresh_runtime(tmp_path: Path) -> dict[str, str]:
     """HOME, PYTHONPATH and pip settings of a fresh runtime: the course installs into its own
-    folder, not into the environment that runs the tests."""
+    folder, not into the environment that runs the tests. No MPLBACKEND: as on Colab, the kernel
+    draws with matplotlib's inline backend, so that the figures reach the notebook."""
     home, site, standin = tmp_path / "home", tmp_path / "site", tmp_path / "standin"
     startup = home / ".ipython" / "profile_default" / "startup"
     startup.mkdir(parents=True)
@@ -104,7 +105,6 @@ def fresh_runtime(tmp_path: Path) -> dict[str, str]:
         "TRANSFORMER_LAB_DATA": os.environ["TRANSFORMER_LAB_DATA"],
         # Colab mounts the Drive at /content/drive; this runtime's own place stands in for it.
         "TRANSFORMER_LAB_DRIVE": str(tmp_path / "mnt" / "drive"),
-        "MPLBACKEND": "Agg",
         "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "2"),  # Colab has 2 cores
         "LANG": "C.UTF-8",
     }
@@ -178,6 +178,27 @@ def test_each_notebook_runs_alone_in_a_fresh_runtime(name, runs):
     assert not checkpoints_without_a_tick(executed)  # and every checkpoint passed
     if name not in THROUGH_DRIVE:  # nobody can answer papermill's kernel: nothing is mounted
         assert not Path(env["TRANSFORMER_LAB_DRIVE"]).exists()
+
+
+# The figures of the notebooks, by the function that draws each: the one cell that calls it
+# must show it, once, as a PNG. A figure made but not shown, or shown where no inline backend
+# renders it, fails.
+FIGURES = {
+    "01_attention": ("plot_score_spread",),
+    "02_causal_mask": ("plot_leak", "plot_masks"),
+    "04_training": ("plot_loss_curves", "plot_budgets"),
+    "06_stretch": ("plot_step_times",),
+}
+
+
+@pytest.mark.parametrize("name", FIGURES)
+def test_each_figure_is_drawn_in_the_executed_notebook(name, runs):
+    cells = [c for c in nbformat.read(runs[name][0], 4).cells if c.cell_type == "code"]
+    for function in FIGURES[name]:
+        calling = [c for c in cells if f"{function}(" in c.source]
+        assert len(calling) == 1, f"{name}: {len(calling)} cells call {function}"
+        shown = [o for o in calling[0].outputs if "image/png" in o.get("data", {})]
+        assert len(shown) == 1, f"{name}: the cell that calls {function} shows {len(shown)} PNGs"
 
 
 def test_the_model_04_trained_reaches_05_through_the_drive(runs):

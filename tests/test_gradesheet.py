@@ -1,15 +1,18 @@
-"""The LMS's side of grading: the grade sheet and Canvas import written by `export`, the feedback
-bundles written by `feedback`, and a run for one student that leaves the class's report whole.
+"""The LMS's side of grading: the grade sheet, the Canvas import and nbgrader's CSV written by
+`export`, the feedback bundles written by `feedback`, and a run for one student that leaves the
+class's report whole.
 
 A small class graded for real (notebook 01 only): alice solved it, bob handed in the release
 untouched, carol handed in broken JSON, dave was graded and then his regrade failed, eve (on the
 roster) handed in nothing. alice, bob, carol and eve come from a roster with names and emails;
-dave only handed something in."""
+dave only handed something in. Our own solutions are graded without the sandbox: it is not the
+point here."""
 
 from __future__ import annotations
 
 import csv
 import json
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -18,9 +21,10 @@ from pathlib import Path
 import pytest
 
 from grader import autograde as grading
-from grader import gradesheet
+from grader import deadlines, gradesheet
 from grader.bundles import bundle_feedback
-from grader.course import db_url
+from grader.course import db_url, points
+from grader.roster import import_roster
 from maintainer.fabricated_class import ROOT, perfect, release, untouched, write
 
 NB = "01_attention"
@@ -31,6 +35,7 @@ ROSTER = {
     "eve": ("Eve", "Smith", "eve@example.edu"),
 }
 LIMITS = {"workers": 2, "cell_timeout": 10, "memory_gb": 3.0, "progress": False}
+LIMITS |= {"sandboxed": False}
 CLI = [sys.executable, "-m", "grader", "--course"]
 
 
@@ -73,9 +78,15 @@ def course(tmp_path_factory) -> Path:
     return course
 
 
-def sheet(course: Path) -> dict[str, dict]:
-    rows = csv.DictReader((course / "reports" / "gradesheet.csv").open(encoding="utf-8"))
+def sheet(course: Path, name: str = "gradesheet.csv") -> dict[str, dict]:
+    rows = csv.DictReader((course / "reports" / name).open(encoding="utf-8"))
     return {row["id"]: row for row in rows}
+
+
+def core_points(course: Path) -> float:
+    """The maximum of a total: every released notebook but the optional challenge, 06."""
+    names = [p.name for p in sorted((course / "release").iterdir())]
+    return sum(points(course, name) for name in names if name != "06_stretch")
 
 
 def test_one_row_per_student_with_roster_names_statuses_and_totals(course):
@@ -90,24 +101,43 @@ def test_one_row_per_student_with_roster_names_statuses_and_totals(course):
     # Never the stale 4 behind dave's failure, nor a 0 for carol's broken file.
     assert (carol[f"{NB}_score"], carol[f"{NB}_status"]) == ("", "quarantined")
     assert (dave[f"{NB}_score"], dave[f"{NB}_status"]) == ("", "failed")
-    assert {eve[f"{name}_status"] for name in gradesheet.assignments(course)} == {"missing"}
-    out_of = sum(
-        m for m in gradesheet.gradebook(course, gradesheet.assignments(course))[2].values()
-    )
-    assert {r["out_of"] for r in rows.values()} == {f"{out_of:g}"}
+    core = [n for n in deadlines.assigned(course) if n != "06_stretch"]
+    assert {eve[f"{name}_status"] for name in core} == {"missing"}
+    assert {r["out_of"] for r in rows.values()} == {f"{core_points(course):g}"}
     assert (alice["total"], bob["total"], eve["total"]) == ("4", "0", "0")
     assert carol["total"] == dave["total"] == ""  # unsettled: no total to upload yet
     header = next(csv.reader((course / "reports" / "gradesheet.csv").open()))
     assert header[:6] == ["id", "first_name", "last_name", "email", f"{NB}_score", f"{NB}_status"]
-    assert header[-2:] == ["total", "out_of"]
+    assert header[-4:] == ["06_stretch_extra_credit", "06_stretch_status", "total", "out_of"]
+
+
+def test_the_optional_challenge_is_extra_credit(course, tmp_path):
+    """Issue 25: skipping 06 keeps 100 % of the core; doing it adds to the total."""
+    rows = sheet(course)
+    eve = rows["eve"]
+    assert (eve["06_stretch_extra_credit"], eve["06_stretch_status"]) == ("", "skipped")
+    every = sum(points(course, n) for n in deadlines.assigned(course))
+    assert float(rows["alice"]["out_of"]) == core_points(course) < every
+    copy = Path(shutil.copytree(course, tmp_path / "course"))
+    write(
+        copy / "submitted" / "eve" / "06_stretch" / "06_stretch.ipynb", perfect(copy, "06_stretch")
+    )
+    (graded,) = grading.autograde(copy, students=["eve"], only=["06_stretch"], **LIMITS)
+    assert graded.score == points(copy, "06_stretch") == 4
+    eve = {row.id: row for row in gradesheet.rows(copy)[0]}["eve"]
+    assert (eve.marks["06_stretch"].score, eve.marks["06_stretch"].status) == (4, "graded")
+    assert eve.total() == 4  # 4 over a maximum of the core's points: extra
 
 
 def test_canvas_import_shape(course):
     lines = list(csv.reader((course / "reports" / "canvas_import.csv").open(encoding="utf-8")))
-    names = gradesheet.assignments(course)
-    assert lines[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", *names]
-    assert lines[1][0].strip() == "Points Possible" and lines[1][1:5] == [""] * 4
-    assert lines[1][5] == "4"
+    names = deadlines.assigned(course)
+    columns = [n + " (extra credit)" * (n == "06_stretch") for n in names]
+    assert lines[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", *columns]
+    assert lines[1][0].strip() == "Points Possible" and lines[1][1:4] == [""] * 3
+    assert lines[1][4] == gradesheet.NO_PENALTIES  # nobody was late
+    assert lines[1][5:] == [f"{points(course, n) * (n != '06_stretch'):g}" for n in names]
+    assert lines[1][-1] == "0"  # Canvas's way of saying extra credit
     by_sis = {line[2]: line for line in lines[2:]}
     assert list(by_sis) == ["alice", "bob", "carol", "dave", "eve"]
     assert by_sis["alice"][:6] == ["Liddell, Alice", "12345", "alice", "", "", "4"]
@@ -115,6 +145,79 @@ def test_canvas_import_shape(course):
     assert by_sis["dave"][0] == "dave"  # no name on the roster: the id stands in
     assert [by_sis[s][5] for s in ("bob", "carol", "dave", "eve")] == ["0", "", "", ""]
     assert all(len(line) == 5 + len(names) for line in lines)
+
+
+def test_only_the_assigned_notebooks_count_and_none_is_missing_before_its_due_date(
+    course, tmp_path
+):
+    """Issue 26: three notebooks assigned, 04 due next millennium: three columns and nothing of
+    the other three in the sheet, the Canvas file or nbgrader's CSV, the maximum theirs, and
+    eve's 04 not yet a 0."""
+    copy = Path(shutil.copytree(course, tmp_path / "course"))
+    (copy / "course.toml").write_text(
+        'assigned = ["01_attention", "02_causal_mask", "04_training"]\n\n'
+        "[due]\n04_training = 2999-01-01T00:00:00+00:00\n"
+    )
+    done = subprocess.run([*CLI, str(copy), "export"], cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "not due yet, nothing handed in is 'not due', not 0: 04_training" in done.stdout
+    assigned = ["01_attention", "02_causal_mask", "04_training"]
+    header = next(csv.reader((copy / "reports" / "gradesheet.csv").open()))
+    assert [h.removesuffix("_score") for h in header if h.endswith("_score")] == assigned
+    rows = sheet(copy)
+    out_of = sum(points(copy, n) for n in assigned)
+    assert {r["out_of"] for r in rows.values()} == {f"{out_of:g}"} != {f"{core_points(copy):g}"}
+    eve = rows["eve"]
+    assert [eve[f"{n}_status"] for n in assigned] == ["missing", "missing", "not due"]
+    assert [eve[f"{n}_score"] for n in assigned] == ["0", "0", ""]
+    canvas = list(csv.reader((copy / "reports" / "canvas_import.csv").open()))
+    assert canvas[0][5:] == assigned
+    assert canvas[1][5:] == [f"{points(copy, n):g}" for n in assigned]
+    grades = list(csv.DictReader((copy / "reports" / "grades.csv").open()))
+    assert sorted({g["assignment"] for g in grades}) == assigned
+    (eve_04,) = [g for g in grades if (g["student_id"], g["assignment"]) == ("eve", "04_training")]
+    assert (eve_04["score"], eve_04["status"]) == ("", "not due")
+    (copy / "course.toml").write_text('assigned = ["01_attention", "07_rnn"]\n')
+    done = subprocess.run([*CLI, str(copy), "export"], cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 1
+    released = ", ".join(deadlines.assignments(copy))
+    assert done.stderr.strip().endswith(
+        f"course.toml: assigned names 07_rnn, not released (released: {released})"
+    )
+
+
+def test_nbgrader_csv_never_shows_a_silent_zero(course):
+    grades = list(csv.DictReader((course / "reports" / "grades.csv").open(encoding="utf-8")))
+    mine = {(g["student_id"], g["assignment"]): g for g in grades}
+    assert list(grades[0])[-1] == "status"
+    assert [(mine["carol", NB][k], mine["dave", NB][k]) for k in ("score", "status")] == [
+        ("", ""),
+        ("quarantined", "failed"),
+    ]
+    assert (mine["alice", NB]["score"], mine["alice", NB]["max_score"]) == ("4", "4")
+    assert (mine["eve", NB]["score"], mine["eve", NB]["status"]) == ("0", "missing")
+    assert (mine["eve", "06_stretch"]["score"], mine["eve", "06_stretch"]["max_score"]) == ("", "0")
+    assert {g["assignment"] for g in grades} == set(deadlines.assigned(course))
+
+
+def test_canvas_ids_come_back_as_canvas_exported_them(course, tmp_path):
+    """A roster read from Canvas's own export: its ID, SIS ids and section go back unchanged,
+    and course.toml's [roster] id says which is ours."""
+    copy = Path(shutil.copytree(course, tmp_path / "course"))
+    (copy / "course.toml").write_text('[roster]\nid = "SIS Login ID"\n')
+    export = tmp_path / "canvas_export.csv"
+    export.write_text(
+        "Student,ID,SIS User ID,SIS Login ID,Section\n"
+        "    Points Possible,,,,\n"
+        '"Liddell, Alice",12345,S-1,alice,Lab A\n"Jones, Bob",23456,S-2,bob,Lab B\n'
+    )
+    import_roster(copy, export)
+    gradesheet.write(copy)
+    lines = list(csv.reader((copy / "reports" / "canvas_import.csv").open()))
+    rows = {line[3]: line for line in lines[2:]}
+    assert rows["alice"][:6] == ["Liddell, Alice", "12345", "S-1", "alice", "Lab A", "4"]
+    assert rows["bob"][:5] == ["Jones, Bob", "23456", "S-2", "bob", "Lab B"]
+    assert rows["dave"][:5] == ["dave", "", "", "dave", ""]  # not on it: our id, where chosen
 
 
 def test_canvas_assignment_ids_name_the_columns(course, tmp_path):
@@ -128,7 +231,7 @@ def test_canvas_assignment_ids_name_the_columns(course, tmp_path):
     assert header[5:7] == [f"{NB} (9001)", "02_causal_mask"]
 
 
-def test_a_late_notebook_says_so_and_loses_its_penalty_points(course, monkeypatch):
+def test_a_late_notebook_says_so_and_loses_its_penalty_points(course, monkeypatch, tmp_path):
     monkeypatch.setattr(
         gradesheet.deadlines,
         "lateness",
@@ -136,10 +239,16 @@ def test_a_late_notebook_says_so_and_loses_its_penalty_points(course, monkeypatc
             (3600, 1.0) if (student, assignment) == ("alice", NB) else (0, 0)
         ),
     )
-    table, _ = gradesheet.rows(course)
+    table, notebooks = gradesheet.rows(course)
     alice = {row.id: row for row in table}["alice"]
     assert (alice.marks[NB].score, alice.marks[NB].status) == (3.0, "late")
     assert alice.total() == 3.0
+    # The Canvas file says its scores are net of the penalty, so Canvas must take none.
+    said = gradesheet.write_canvas(tmp_path / "canvas.csv", course, table, notebooks)
+    lines = list(csv.reader((tmp_path / "canvas.csv").open()))
+    assert said == lines[1][4] == gradesheet.PENALTIES_TAKEN
+    assert "turn off Canvas's automatic late deduction" in said
+    assert {line[2]: line[5] for line in lines[2:]}["alice"] == "3"
 
 
 def test_a_handed_in_notebook_not_yet_graded_is_pending(course):
@@ -151,21 +260,50 @@ def test_a_handed_in_notebook_not_yet_graded_is_pending(course):
     assert (eve.marks[NB].score, eve.marks[NB].status, eve.total()) == (None, "pending", None)
 
 
-def test_feedback_bundles_one_zip_per_student_with_only_their_files(course):
-    subprocess.run([*CLI, str(course), "feedback"], check=True, cwd=ROOT, capture_output=True)
-    folder = course / "reports" / "feedback_bundles"
-    zips = sorted(p.name for p in folder.iterdir())
-    # dave's feedback is his first run's, the graded notebook on disk; carol and eve have none.
-    assert zips == ["alice_feedback.zip", "bob_feedback.zip", "dave_feedback.zip"]
-    for student in ("alice", "bob", "dave"):
-        with zipfile.ZipFile(folder / f"{student}_feedback.zip") as archive:
-            assert archive.namelist() == [f"{NB}.html"]
-            page = course / "feedback" / student / NB / f"{NB}.html"
-            assert archive.read(f"{NB}.html") == page.read_bytes()
-    # Rebuilt each time: a student whose feedback is gone keeps no zip.
-    (folder / "mallory_feedback.zip").write_bytes(b"stale")
-    assert [p.name for p in bundle_feedback(course)] == zips
-    assert not (folder / "mallory_feedback.zip").exists()
+def test_feedback_one_zip_per_notebook_named_for_the_lms(course, tmp_path):
+    copy = Path(shutil.copytree(course, tmp_path / "course"))
+    # alice's and bob's graded files, as Canvas and Moodle name their downloads.
+    roster = tmp_path / "students.csv"
+    roster.write_text(
+        "id,first_name,last_name,email,lms_user_id\nalice,Alice,Liddell,,12345\n"
+        "bob,Bob,Jones,,\ncarol,Carol,Ng,,\neve,Eve,Smith,,\ndave,Dave,Doe,,\n"
+    )
+    import_roster(copy, roster)
+    downloads = tmp_path / "downloads"
+    downloads.mkdir()
+    canvas = "liddellalice_12345_777_01_attention.ipynb"
+    moodle = "Bob Jones_5551_assignsubmission_file_01_attention.ipynb"
+    for student, name in (("alice", canvas), ("bob", moodle)):
+        shutil.move(copy / "submitted" / student / NB / f"{NB}.ipynb", downloads / name)
+        shutil.rmtree(copy / "submitted" / student)
+    subprocess.run([*CLI, str(copy), "collect", str(downloads)], check=True, cwd=ROOT)
+    done = subprocess.run([*CLI, str(copy), "feedback"], cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    folder = copy / "reports" / "feedback_bundles"
+    # Only 01 was graded: one zip, the assignment's, with a page per student who handed it in.
+    assert sorted(p.name for p in folder.iterdir()) == [f"{NB}.zip"]
+    with zipfile.ZipFile(folder / f"{NB}.zip") as archive:
+        names = sorted(archive.namelist())
+        pages = {name: archive.read(name).decode() for name in names}
+    assert names == [
+        "Bob Jones_5551_assignsubmission_file_01_attention.html",  # Moodle: participant id
+        "carol_01_attention.html",
+        "dave_01_attention.html",
+        "liddellalice_12345_777_01_attention.html",  # Canvas: user id, attachment id
+    ]
+    alice = pages["liddellalice_12345_777_01_attention.html"]
+    assert alice == (copy / "feedback" / "alice" / NB / f"{NB}.html").read_text()
+    # carol's broken file and dave's failed job: a page that says why and what to do, never
+    # dave's stale 4 points.
+    carol, dave = pages["carol_01_attention.html"], pages["dave_01_attention.html"]
+    assert "01_attention: not graded" in carol and "hand that file in again" in carol
+    assert "<strong>Why:</strong> not valid notebook JSON" in carol
+    assert "the job could not run" in dave and "Restart and run all" in dave
+    assert "4 / 4" not in dave and "it is not a zero" in dave
+    # Rebuilt each time: a notebook whose feedback is gone keeps no zip.
+    (folder / "03_positions.zip").write_bytes(b"stale")
+    assert [p.name for p in bundle_feedback(copy)] == [f"{NB}.zip"]
+    assert not (folder / "03_positions.zip").exists()
 
 
 def test_grading_one_student_keeps_the_others_in_the_report(course):
@@ -180,12 +318,12 @@ def test_grading_one_student_keeps_the_others_in_the_report(course):
     }
     args = ["autograde", "--student", "bob", "--assignment", NB, "--workers", "1"]
     args += ["--cell-timeout", "10", "--memory-gb", "3"]  # the first run's limits: bob is unchanged
+    args += ["--no-sandbox"]
     done = subprocess.run([*CLI, str(course), *args], cwd=ROOT, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     report = json.loads((course / "reports" / "autograde.json").read_text())
     after = {(o["student"], o["status"]) for o in report["outcomes"]}
-    # bob's notebook is unchanged, unless grader/ changed meanwhile (then it is graded again).
-    assert after - {("bob", "unchanged"), ("bob", "graded")} == before - {("bob", "graded")}
+    assert after == before - {("bob", "graded")} | {("bob", "unchanged")}  # nothing ran again
     assert len(after) == len(before)
     table = (course / "reports" / "autograde.md").read_text()
     assert all(f"| {s} |" in table for s in ("alice", "bob", "carol", "dave"))

@@ -4,6 +4,8 @@ why not), on a course released into a temporary folder."""
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -12,7 +14,7 @@ from nbgrader.api import Gradebook
 from grader import collect
 from grader.__main__ import main
 from grader.course import GradingError, db_url
-from grader.roster import import_roster
+from grader.roster import ROSTER_FILE, import_roster, read_csv
 from maintainer.fabricated_class import release
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -98,8 +100,76 @@ def test_ids_that_differ_only_in_case_are_refused(course, tmp_path):
     with pytest.raises(GradingError, match="'Alice' is 'alice' already"):
         import_roster(course, path)
     path.write_text("first_name\nA\n")
-    with pytest.raises(GradingError, match="needs an `id` column"):
+    with pytest.raises(GradingError, match="not a roster: nbgrader's student CSV needs an `id`"):
         import_roster(course, path)
+
+
+# Canvas's gradebook export as it comes: the points row, a section, Canvas's test student, a
+# score and a read-only column that are not the roster's business.
+CANVAS_EXPORT = """Student,ID,SIS User ID,SIS Login ID,Section,Lab 1 (901),Current Score
+    Points Possible,,,,,10,(read only)
+"Smith, John",12345,S001,smithj,Lab A,8,80
+"Archer, Alice",23456,S002,aarcher,Lab B,,
+"Student, Test",99999,,,Lab A,,
+"""
+MOODLE_EXPORT = """First name,Surname,ID number,Institution,Department,Email address,Lab 1
+Zoë,Müller,m-0042,,,zoe@example.edu,7
+John,Smith,m-0043,,,john@example.edu,-
+"""
+
+
+def test_a_canvas_gradebook_export_is_a_roster(course, tmp_path):
+    roster(course, tmp_path, CANVAS_EXPORT)
+    with Gradebook(db_url(course)) as gb:
+        students = {s.id: (s.first_name, s.last_name, s.email, s.lms_user_id) for s in gb.students}
+    # The points row and the test student are no one; SIS User ID is the id by default.
+    assert students == {
+        "S001": ("John", "Smith", None, "12345"),
+        "S002": ("Alice", "Archer", None, "23456"),
+    }
+    kept = (course / ROSTER_FILE).read_text().splitlines()
+    assert kept[0] == "id,first_name,last_name,email,lms_user_id,sis_user_id,sis_login_id,section"
+    assert kept[1] == "S001,John,Smith,,12345,S001,smithj,Lab A"
+
+
+def test_the_course_settings_choose_the_id_column(course, tmp_path):
+    (course / "course.toml").write_text('[roster]\nid = "SIS Login ID"\n')
+    path = tmp_path / "canvas.csv"
+    path.write_text(CANVAS_EXPORT)
+    assert [row["id"] for row in read_csv(path, course)] == ["smithj", "aarcher"]
+    (course / "course.toml").write_text('[roster]\nid = "Integration ID"\n')
+    with pytest.raises(GradingError, match="has no column 'Integration ID'.*\\[roster\\] id"):
+        read_csv(path, course)
+    path.write_text(CANVAS_EXPORT.replace("S002", ""))
+    (course / "course.toml").unlink()
+    with pytest.raises(GradingError, match="line 4 has no 'SIS User ID'"):
+        read_csv(path, course)
+
+
+def test_a_moodle_export_is_a_roster(course, tmp_path):
+    path = tmp_path / "moodle.csv"
+    path.write_text(MOODLE_EXPORT)
+    rows = read_csv(path, course)
+    assert [(r["id"], r["first_name"], r["last_name"], r["email"]) for r in rows] == [
+        ("m-0042", "Zoë", "Müller", "zoe@example.edu"),
+        ("m-0043", "John", "Smith", "john@example.edu"),
+    ]
+    (course / "course.toml").write_text('[roster]\nid = "Email address"\n')
+    assert [r["id"] for r in read_csv(path, course)] == ["zoe@example.edu", "john@example.edu"]
+
+
+def test_roster_before_release_says_what_to_run_first(tmp_path):
+    (tmp_path / "students.csv").write_text(ROSTER)
+    command = [sys.executable, "-m", "grader", "--course", str(tmp_path / "course"), "roster"]
+    done = subprocess.run(
+        [*command, str(tmp_path / "students.csv")], cwd=ROOT, capture_output=True, text=True
+    )
+    assert done.returncode == 1
+    assert done.stderr.splitlines() == [
+        f"grader roster: {tmp_path / 'course'} has no release yet: run `make release` first "
+        "(it makes the course folder and its gradebook), then `make roster`"
+    ]
+    assert not (tmp_path / "course").exists()
 
 
 def test_lms_names_go_to_the_students_on_the_roster(course, tmp_path, capsys):
@@ -130,7 +200,7 @@ def test_lms_names_go_to_the_students_on_the_roster(course, tmp_path, capsys):
     # jdoe05 handed in 06 only: missing from 01; Jane's twin jdoe0 is not confused with her.
     assert "- 01_attention (1): jdoe05" in text
     assert "- 06_stretch (7): " in text
-    assert "- any notebook of this batch (0): nobody" in text
+    assert "- any notebook (0): nobody" in text
     capsys.readouterr()
 
 
@@ -160,7 +230,7 @@ def test_without_a_roster_collect_works_as_before(course, tmp_path):
         "smithjohn_12345_67890_01_attention.ipynb": ("smithjohn", "01_attention"),
         "Bob Stone_7654321_assignsubmission_file_01_attention.ipynb": ("Bob_Stone", "01_attention"),
     }
-    assert collect.missing(list(), course) == {}
+    assert collect.missing(course) == {}
 
 
 @pytest.mark.parametrize(

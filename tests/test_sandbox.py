@@ -273,7 +273,9 @@ def test_tampering_is_flagged_with_the_line_and_scores_as_it_ran(attacked):
     course, outcomes, _, _ = attacked
     assert any(TAMPER.strip() in flag for flag in outcomes["tamper"].flags)
     assert any("import checkpoints._core" in flag for flag in outcomes["rewriter"].flags)
-    assert outcomes["huge"].flags == []  # honest code is not flagged
+    # code that touches nothing is not flagged for it (huge's Exercise 0 is the course's
+    # solution: a copy, which grader/copies.py flags on its own)
+    assert [f for f in outcomes["huge"].flags if not f.startswith("copy: ")] == []
     assert "⚑ 01_attention" in (course / "reports" / "autograde.md").read_text()
 
 

@@ -100,7 +100,8 @@ def test_a_publish_url_that_is_not_a_github_folder_is_refused():
 
 
 def test_the_formgrader_autograde_button_refuses_and_touches_nothing(tmp_path):
-    assert nbgrader_config().Autograde.exporter_class is SandboxOnly
+    # By name: the formgrader shows the configuration as JSON, where a class cannot go.
+    assert nbgrader_config().Autograde.exporter_class == f"grader.formgrader.{SandboxOnly.__name__}"
     course = tmp_path / "course"
     kept = {}
     for folder in ("submitted", "autograded"):

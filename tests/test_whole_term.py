@@ -1,6 +1,8 @@
 """A whole graded term on a fabricated class, through the commands an instructor types: roster,
-release, LMS-named downloads with a late copy and a resubmission, autograde in the sandbox, a
-hand grade, a rerun that leaves it done, export for the LMS, feedback bundles."""
+release, LMS-named downloads with a late copy, a resubmission and a corrupt file, autograde in
+the sandbox, the corrupt file's fix emailed and collected with the time it was due, the zip
+collected again (which changes nothing), a hand grade, a rerun that leaves it done, export for
+the LMS, feedback bundles, and the term's log of every step."""
 
 from __future__ import annotations
 
@@ -36,6 +38,7 @@ COURSE_TOML = """timezone = "UTC"
 penalty = "percent_per_day"
 percent_per_day = 25
 """
+CORRUPT = b'{"cells": [{"cell_type": "code", "source": "'  # a download cut short
 EARLIER, ON_TIME, A_DAY_LATE = (
     (2027, 1, 15, 18, 0, 0),
     (2027, 1, 15, 20, 0, 0),
@@ -44,6 +47,7 @@ EARLIER, ON_TIME, A_DAY_LATE = (
 
 
 def grader(course: Path, *args: str) -> str:
+    """A command as the instructor types it; what it prints."""
     done = subprocess.run(
         [sys.executable, "-m", "grader", "--course", str(course), *args],
         cwd=ROOT,
@@ -83,13 +87,31 @@ def term(tmp_path_factory):
         ]
         for name, when, nb in entries:
             archive.writestr(zipfile.ZipInfo(name, date_time=when), json.dumps(nb))
-    collected = grader(course, "collect", str(canvas))
+        # Carol's Canvas login is her last and first name; her file was cut short.
+        archive.writestr(zipfile.ZipInfo("reedcarol_333_9006_01_attention.ipynb", ON_TIME), CORRUPT)
+    said = {"collect": grader(course, "collect", str(canvas))}
+    said["autograde"] = grader(course, "autograde", "--workers", "2")
+    said["quarantined"] = outcome(course, "carol", "01_attention")
+    # She emails a good copy; it counts from when her corrupt one was handed in, on time.
+    fix = home / "attachment.ipynb"
+    fix.write_text(json.dumps(perfect(course, "01_attention")))
+    args = ["--student", "carol", "--submitted-at", "2027-01-15T20:00"]
+    said["fix"] = grader(course, "collect", str(fix), *args)
     grader(course, "autograde", "--workers", "2")
-    return course, collected
+    # A roster change later, the instructor collects the term's zip again.
+    said["again"] = grader(course, "collect", str(canvas))
+    said["rerun"] = grader(course, "autograde", "--workers", "2")
+    return course, said
+
+
+def outcome(course: Path, student: str, notebook: str) -> dict:
+    """The student's row of the last autograde report."""
+    rows = json.loads((course / "reports" / "autograde.json").read_text())["outcomes"]
+    return next(o for o in rows if (o["student"], o["assignment"]) == (student, notebook))
 
 
 def test_collect_files_the_roster_and_reports_the_rest(term):
-    course, collected = term
+    course, said = term
     submitted = sorted(
         p.relative_to(course / "submitted").parts[:2] for p in (course / "submitted").glob("*/*")
     )
@@ -97,10 +119,56 @@ def test_collect_files_the_roster_and_reports_the_rest(term):
         ("alice", "01_attention"),
         ("alice", "04_training"),
         ("bob", "01_attention"),
+        ("carol", "01_attention"),
     ]
     assert not (course / "submitted" / "mallory").exists()
+    first = said["collect"].splitlines()
+    assert first[0] == "collect canvas.zip: 6 files: counts 4, refused 1, skipped 1"
+    assert first[1] == (
+        "refused: archeralice_111_9001_01_attention.ipynb (alice / 01_attention): "
+        "'archeralice_111_9002_01_attention-1.ipynb' is a newer copy of the same notebook; "
+        "renamed from 'archeralice_111_9001_01_attention.ipynb'"
+    )
+    assert first[2].startswith("skipped: mallory_99_9005_01_attention.ipynb: Canvas name")
     report = (course / "reports" / "collect.md").read_text()
-    assert "mallory" in report and "carol" in report  # unmatched file; handed in nothing
+    assert "| mallory_99_9005_01_attention.ipynb | – | 01_attention |" in report
+
+
+def test_an_emailed_fix_survives_the_zip_collected_again(term):
+    course, said = term
+    assert said["quarantined"]["status"] == "quarantined"
+    assert "not valid notebook JSON" in said["quarantined"]["reason"]
+    assert said["fix"].splitlines()[0] == "collect attachment.ipynb: 1 file: counts 1"
+    assert said["again"].splitlines()[0] == (
+        "collect canvas.zip: 6 files, nothing changed: unchanged 5, skipped 1"
+    )
+    carol = course / "submitted" / "carol" / "01_attention"
+    assert json.loads((carol / "01_attention.ipynb").read_text()) == perfect(course, "01_attention")
+    assert (carol / "timestamp.txt").read_text() == "2027-01-15 20:00:00.000000 UTC\n"
+    mine = outcome(course, "carol", "01_attention")
+    assert (mine["status"], mine["score"], mine["seconds_late"]) == ("unchanged", 4, 0)
+    # Both of her files are kept; the listing says which counts, and why.
+    listing = grader(course, "collect-pin", "carol", "01_attention")
+    assert "| given | attachment.ipynb |" in listing
+    assert "| yes (the newest that can be graded) |" in listing
+    assert "| no: not valid notebook JSON" in listing
+
+
+def test_the_terms_log_has_every_step(term):
+    course, said = term
+    log = (course / "reports" / "term_log.md").read_text()
+    steps = [line.split(" · ", 1)[1] for line in log.splitlines() if line.startswith("## ")]
+    canvas = str(course.parent / "canvas.zip")
+    fix = str(course.parent / "attachment.ipynb")
+    collects = [f"collect {canvas}", f"collect {fix}", f"collect {canvas}"]
+    assert steps[:6] == [step for c in collects for step in (c, "autograde")]
+    sections = log.split("\n## ")
+    assert "6 files, nothing changed: unchanged 5, skipped 1" in sections[5]
+    assert "| reedcarol_333_9006_01_attention.ipynb | carol | 01_attention |" in sections[5]
+    assert "- carol / 01_attention: quarantined: not valid notebook JSON" in sections[2]
+    reused = "4 notebooks: 0 graded, 4 reused from their last run (unchanged), 0 quarantined"
+    assert reused in sections[6] and said["rerun"].startswith(reused)
+    assert "4 notebooks: 1 graded, 3 reused" in sections[4]
 
 
 def test_a_hand_grade_survives_a_rerun_and_the_sheet_has_every_student(term):
@@ -125,15 +193,20 @@ def test_a_hand_grade_survives_a_rerun_and_the_sheet_has_every_student(term):
     )
     assert (alice["04_training_status"], alice["04_training_score"]) == ("graded", "3")
     assert (bob["01_attention_status"], bob["01_attention_score"]) == ("late", "3")  # 25 % of 4
-    assert (carol["01_attention_status"], carol["01_attention_score"]) == ("missing", "0")
+    assert (carol["01_attention_status"], carol["01_attention_score"]) == ("graded", "4")  # fixed
     canvas = (course / "reports" / "canvas_import.csv").read_text().splitlines()
     assert canvas[0].startswith("Student,ID,SIS User ID") and "Points Possible" in canvas[1]
 
 
-def test_feedback_comes_back_one_bundle_per_student(term):
+def test_feedback_comes_back_one_bundle_per_notebook(term):
     course, _ = term
     grader(course, "feedback")
-    bundles = sorted(p.name for p in (course / "reports" / "feedback_bundles").glob("*.zip"))
-    assert bundles == ["alice_feedback.zip", "bob_feedback.zip"]
-    with zipfile.ZipFile(course / "reports" / "feedback_bundles" / "bob_feedback.zip") as z:
-        assert [Path(n).name for n in z.namelist()] == ["01_attention.html"]
+    folder = course / "reports" / "feedback_bundles"
+    assert sorted(p.name for p in folder.glob("*.zip")) == ["01_attention.zip", "04_training.zip"]
+    with zipfile.ZipFile(folder / "01_attention.zip") as z:
+        # Canvas's names for Canvas's files; carol's emailed fix has none, so her id leads.
+        assert sorted(z.namelist()) == [
+            "archeralice_111_9002_01_attention-1.html",
+            "carol_01_attention.html",
+            "stonebob_LATE_9003_01_attention.html",
+        ]

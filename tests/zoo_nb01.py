@@ -3,7 +3,10 @@ shape of Q) and Exercise 1 (scaled_dot_product_attention). Also the mistakes stu
 other courses (the Annotated Transformer, nanoGPT) and one case for each code the others do not
 reach (see test_codes.py)."""
 
+import torch.nn as nn
 from zoo import Exercise, Mistake, Right
+
+import transformer_lab as tl
 
 # Exercise 0's checkpoint prints one ✅.
 EX0 = Exercise("01_attention", "ex0_read_the_model", "ex0_check", (), 1, "ex0")
@@ -46,17 +49,42 @@ if allowed is not None:
 A = torch.softmax(scores, dim=-1)
 """
 
+# Each miscount's gap, taken from the parts of the lab's model itself (the check works it out
+# from the sizes, so the two must agree).
+LAB = tl.MiniGPT(tl.GPTConfig())
+COUNT = tl.count_parameters(LAB)
+BLOCKS = LAB.blocks
+PROJECTIONS = [m for b in BLOCKS for m in (b.attn.W_Q, b.attn.W_K, b.attn.W_V)]
+d_model = LAB.config.d_model
+
+
+def size(*modules: nn.Module) -> int:
+    return sum(tl.count_parameters(m) for m in modules)
+
+
 MISCOUNTS = {
-    "ex0.count_ffn_width_d_model": -394_752,
-    "ex0.count_without_block_layernorms": -2_048,
-    "ex0.count_without_embedding": -8_320,
-    "ex0.count_without_ffn_biases": -2_560,
-    "ex0.count_without_final_layernorm": -256,
-    "ex0.count_without_layernorms": -2_304,
-    "ex0.count_without_output_bias": -65,
-    "ex0.count_without_output_layer": -8_385,
-    "ex0.count_without_proj_bias": -512,
+    "ex0.count_without_positions": -size(LAB.pos_emb),
+    "ex0.count_ffn_width_d_model": sum(
+        2 * size(nn.Linear(d_model, d_model)) - size(b.ffn) for b in BLOCKS
+    ),
+    "ex0.count_without_block_layernorms": -size(*(m for b in BLOCKS for m in (b.ln1, b.ln2))),
+    "ex0.count_without_embedding": -size(LAB.tok_emb),
+    "ex0.count_without_ffn_biases": -sum(
+        b.ffn.W_1.bias.numel() + b.ffn.W_2.bias.numel() for b in BLOCKS
+    ),
+    "ex0.count_without_final_layernorm": -size(LAB.ln_f),
+    "ex0.count_without_layernorms": -size(
+        *(m for m in LAB.modules() if isinstance(m, nn.LayerNorm))
+    ),
+    "ex0.count_without_output_bias": -LAB.W_o.bias.numel(),
+    "ex0.count_without_output_layer": -size(LAB.W_o),
+    "ex0.count_without_proj_bias": -sum(b.attn.proj.bias.numel() for b in BLOCKS),
+    # A bias on each projection: one per output column.
+    "ex0.count_with_qkv_biases": sum(m.out_features for m in PROJECTIONS),
+    # Every head with its own d_model x d_model projections instead of a d_k-wide share.
+    "ex0.count_full_width_heads": (LAB.config.n_heads - 1) * size(*PROJECTIONS),
 }
+
 
 MISTAKES = {
     "softmax over the wrong axis": Mistake(
@@ -117,8 +145,72 @@ MISTAKES = {
     "K.T with leading dims": Mistake(
         EX1,
         attention(scores="Q @ K.T / math.sqrt(d_k)"),
+        "ex1.transpose_all_axes",
+        ("reverses every axis", "K.transpose(-2, -1)"),
+    ),
+    "K transposed over its first two axes": Mistake(
+        EX1,
+        attention(scores="Q @ K.transpose(0, 1) / math.sqrt(d_k)"),
         "ex1.shapes_do_not_match",
         "K.transpose(-2, -1)",
+    ),
+    # The slips of a first-time PyTorch user.
+    "if allowed: for a tensor": Mistake(
+        EX1,
+        attention().replace("if allowed is not None:", "if allowed:"),
+        "ex1.tensor_as_condition",
+        "`if allowed is not None:`",
+    ),
+    "math.exp on the scores": Mistake(
+        EX1,
+        weights() + "A = math.exp(scores) / math.exp(scores).sum(-1, keepdim=True)\n"
+        "return A @ V, A",
+        "ex1.math_on_tensor",
+        "torch.exp",
+    ),
+    "torch.sqrt of the int d_k": Mistake(
+        EX1,
+        attention(scores="Q @ K.transpose(-2, -1) / torch.sqrt(d_k)"),
+        "ex1.number_not_tensor",
+        "math.sqrt(d_k)",
+    ),
+    "d_k ** 1/2": Mistake(
+        EX1,
+        attention(scores="Q @ K.transpose(-2, -1) / d_k ** 1/2"),
+        "ex1.sqrt_precedence",
+        "** binds tighter than /",
+    ),
+    "d_k ** 1/2 in brackets": Mistake(
+        EX1,
+        attention(scores="Q @ K.transpose(-2, -1) / (d_k ** 1/2)"),
+        "ex1.sqrt_precedence",
+        "d_k ** 0.5",
+    ),
+    "F.softmax without dim": Mistake(
+        EX1,
+        attention(softmax="torch.nn.functional.softmax(scores)"),
+        "ex1.softmax_without_dim",
+        "dim=-1",
+    ),
+    "floor division of the scores": Mistake(
+        EX1,
+        attention(scores="Q @ K.transpose(-2, -1) // math.sqrt(d_k)"),
+        "ex1.scores_floor_divided",
+        "divide with /",
+    ),
+    "K transposed in place": Mistake(
+        EX1,
+        attention(scores="Q @ K.transpose_(-2, -1) / math.sqrt(d_k)"),
+        "ex1.modified_input",
+        "K.transpose_",
+    ),
+    "a view of Q scaled in place": Mistake(
+        EX1,
+        "Q[..., :] /= math.sqrt(Q.shape[-1])\n"
+        + weights(scores="Q @ K.transpose(-2, -1)")
+        + "return A @ V, A",
+        "ex1.modified_input",
+        "a view of one",
     ),
     "returns A only": Mistake(
         EX1,
@@ -126,29 +218,19 @@ MISTAKES = {
         "ex1.not_a_pair",
         "pair (V_bar, A)",
     ),
-    "miscount: no position table": Mistake(
-        EX0,
-        'return 824_897 - 128 * 128, ("B", "n_heads", "T", "d_k")',
-        "ex0.count_without_positions",
-        "position table",
-    ),
-    "miscount: biases on W_Q, W_K, W_V": Mistake(
-        EX0,
-        'return 824_897 + 12_288, ("B", "n_heads", "T", "d_k")',
-        "ex0.count_with_qkv_biases",
-        "biases on W_Q",
-    ),
     "heads not a batch dimension": Mistake(
         EX0,
-        'return 824_897, ("B", "T", "n_heads", "d_k")',
+        f'return {COUNT}, ("B", "T", "n_heads", "d_k")',
         "ex0.wrong_q_shape",
         "batch dimension",
     ),
     # One case for each code the cases above do not reach.
-    "Ex0: a count alone": Mistake(EX0, "return 824_897", "ex0.not_a_pair"),
-    "Ex0: a float count": Mistake(EX0, f"return 824_897.0, {SHAPE}", "ex0.count_not_int"),
+    "Ex0: a count alone": Mistake(EX0, f"return {COUNT}", "ex0.not_a_pair"),
+    "Ex0: a float count": Mistake(EX0, f"return {float(COUNT)}, {SHAPE}", "ex0.count_not_int"),
     **{
-        f"Ex0: {expected}": Mistake(EX0, f"return {824_897 + gap}, {SHAPE}", expected)
+        f"Ex0: {expected}": Mistake(
+            EX0, f"return {COUNT + gap}, {SHAPE}", expected, (f"{abs(gap):,}", "exactly")
+        )
         for expected, gap in MISCOUNTS.items()
     },
     "Ex1: softmax replaced by exp": Mistake(
@@ -195,11 +277,6 @@ MISTAKES = {
         "ex1.d_k_wrong_axis",
     ),
     "Ex1: the pair in the wrong order": Mistake(EX1, OWN_A + "return A, A @ V", "ex1.pair_swapped"),
-    "Ex0: full-width projections for every head": Mistake(
-        EX0,
-        'return 824_897 + 589_824, ("B", "n_heads", "T", "d_k")',
-        "ex0.count_full_width_heads",
-    ),
 }
 
 RIGHT = {

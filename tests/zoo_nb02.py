@@ -90,6 +90,16 @@ MISTAKES = {
         "ex2.fixed_size",
         "Build it from the argument T",
     ),
+    # The slips of a first-time PyTorch user.
+    "torch.tril of the int T": Mistake(
+        EX2, "return torch.tril(T).bool()", "ex2.number_not_tensor", "torch.ones(T, T"
+    ),
+    ".T to make a column of a 1-d tensor": Mistake(
+        EX2,
+        "i = torch.arange(T)\nreturn i[None, :] <= i.T",
+        "ex2.transpose_all_axes",
+        "[:, None]",
+    ),
     # One case for each code the cases above do not reach.
     "Ex2: one entry above the diagonal": Mistake(
         EX2, "return torch.ones(T, T, dtype=torch.bool).tril(1)", "ex2.wrong_entries"
@@ -102,6 +112,7 @@ RIGHT = {
         EX2, "t = torch.arange(T)[:, None]\nreturn torch.arange(T)[None, :] <= t"
     ),
     "ones().tril().bool()": Right(EX2, "return torch.ones(T, T).tril().bool()"),
+    ".T of a 2-d row": Right(EX2, "i = torch.arange(T)[None, :]\nreturn i <= i.T"),
     "negated strict upper triangle": Right(
         EX2, "return ~torch.ones(T, T, dtype=torch.bool).triu(1)"
     ),

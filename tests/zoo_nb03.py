@@ -83,6 +83,13 @@ MISTAKES = {
         "ex3.not_a_tensor",
         "should be a torch.Tensor",
     ),
+    # A GPU session's slip (the check simulates the GPU on the CPU).
+    "positions made on the CPU": Mistake(
+        EX3,
+        "return tok_emb(idx) + pos_emb(torch.arange(idx.shape[1]))",
+        "ex3.device_mismatch",
+        ("mixes tensors of two devices", "torch.arange(T, device=idx.device)"),
+    ),
     # One case for each code the cases above do not reach.
     "Ex3: positions counted twice": Mistake(
         EX3,
@@ -115,12 +122,14 @@ RIGHT = {
         EX3,
         """
         B, T = idx.shape
-        return tok_emb(idx) + pos_emb(torch.arange(T)).unsqueeze(0).expand(B, T, -1)
+        positions = torch.arange(T, device=idx.device)
+        return tok_emb(idx) + pos_emb(positions).unsqueeze(0).expand(B, T, -1)
         """,
     ),
     "rows of the weight": Right(EX3, "return tok_emb(idx) + pos_emb.weight[: idx.shape[1]]"),
     "positions as a (1, T) batch": Right(
-        EX3, "return tok_emb(idx) + pos_emb(torch.arange(idx.shape[1])[None, :])"
+        EX3,
+        "return tok_emb(idx) + pos_emb(torch.arange(idx.shape[1], device=idx.device)[None, :])",
     ),
 }
 

@@ -56,6 +56,62 @@ MISTAKES = {
         "ex4.not_floats",
         "Python floats",
     ),
+    "bits as log2(nats)": Mistake(
+        EX4,
+        PICKED + "nats = -picked.mean().item()\nreturn nats, math.exp(nats), math.log2(nats)",
+        "ex4.bits_as_log2_of_nats",
+        "log2(nats)",
+    ),
+    "bits as ln(perplexity)": Mistake(
+        EX4,
+        PICKED + "nats = -picked.mean().item()\nppl = math.exp(nats)\n"
+        "return nats, ppl, math.log(ppl)",
+        "ex4.bits_in_nats",
+        "math.log2(perplexity)",
+    ),
+    "perplexity as exp(bits)": Mistake(
+        EX4,
+        PICKED + "nats = -picked.mean().item()\nbits = nats / math.log(2)\n"
+        "return nats, math.exp(bits), bits",
+        "ex4.perplexity_of_bits",
+        "2 ** bits",
+    ),
+    "/ B * T": Mistake(
+        EX4,
+        PICKED + "B, T = targets.shape\nnats = -picked.sum().item() / B * T\n"
+        "return nats, math.exp(min(nats, 700)), nats / math.log(2)",
+        "ex4.mean_precedence",
+        "/ (B * T)",
+    ),
+    # The slips of a first-time PyTorch user.
+    "math.log of the probabilities": Mistake(
+        EX4,
+        "probs = torch.softmax(logits, dim=-1).gather(-1, targets.unsqueeze(-1))\n"
+        "nats = -math.log(probs).mean()\nreturn nats, math.exp(nats), nats / math.log(2)",
+        "ex4.math_on_tensor",
+        "torch.log",
+    ),
+    "torch.log_softmax without dim": Mistake(
+        EX4,
+        PICKED.replace(", dim=-1", "") + "nats = -picked.mean().item()\n"
+        "return nats, math.exp(nats), nats / math.log(2)",
+        "ex4.softmax_without_dim",
+        "dim=-1",
+    ),
+    ".item() before the mean": Mistake(
+        EX4,
+        PICKED + "nats = -picked.item()\nreturn nats, math.exp(nats), nats / math.log(2)",
+        "ex4.item_of_many",
+        "reduce it first",
+    ),
+    "logits normalised in place": Mistake(
+        EX4,
+        "logits -= logits.logsumexp(-1, keepdim=True)\n"
+        "nats = -logits.gather(-1, targets.unsqueeze(-1)).mean().item()\n"
+        "return nats, math.exp(nats), nats / math.log(2)",
+        "ex4.modified_input",
+        "in place",
+    ),
     # One case for each code the cases above do not reach.
     "Ex4: perplexity off by one": Mistake(
         EX4,

@@ -6,7 +6,7 @@ EX5 = Exercise("05_heads", "ex5_mean_distance", "ex5_check", (), 2, "ex5")
 
 OFFSETS = """
 T = A.shape[-1]
-positions = torch.arange(T)
+positions = torch.arange(T, device=A.device)
 offsets = positions[:, None] - positions[None, :]
 """
 
@@ -115,6 +115,23 @@ MISTAKES = {
         "ex5.modified_input",
         "in place",
     ),
+    # A GPU session's slips (the check simulates the GPU on the CPU).
+    "offsets made on the CPU, the hint without its device": Mistake(
+        EX5,
+        distance(
+            "(A * offsets).sum(dim=-1).mean(dim=-1)",
+            "T = A.shape[-1]\npositions = torch.arange(T)\n"
+            "offsets = positions[:, None] - positions[None, :]\n",
+        ),
+        "ex5.device_mismatch",
+        ("mixes tensors of two devices", "torch.arange(T, device=A.device)"),
+    ),
+    "result moved to the CPU": Mistake(
+        EX5,
+        distance("(A * offsets).sum(dim=-1).mean(dim=-1).cpu()"),
+        "ex5.result_not_on_device",
+        "your result is on the CPU",
+    ),
     # One case for each code the cases above do not reach.
     "Ex5: an integer result": Mistake(
         EX5,
@@ -139,7 +156,7 @@ RIGHT = {
         distance(
             "(A * offsets.abs()).sum(dim=-1).mean(dim=-1)",
             "T = A.shape[-1]\n"
-            "positions = torch.arange(T, dtype=A.dtype)\n"
+            "positions = torch.arange(T, dtype=A.dtype, device=A.device)\n"
             "offsets = positions[:, None] - positions[None, :]\n",
         ),
     ),
@@ -148,7 +165,7 @@ RIGHT = {
         EX5,
         """
         T = A.shape[-1]
-        total = torch.zeros(A.shape[:-2], dtype=A.dtype)
+        total = torch.zeros(A.shape[:-2], dtype=A.dtype, device=A.device)
         for t in range(T):
             for i in range(t + 1):
                 total = total + A[..., t, i] * (t - i)

@@ -141,6 +141,29 @@ MISTAKES_A = {
         "exa.weights_averaged_over_heads",
         "averaged over the heads",
     ),
+    # The slips of a first-time PyTorch user.
+    "K.T on the heads": Mistake(
+        EXA,
+        mha(
+            attention=OWN_ATTENTION.format(scale="self.d_k ** 0.5").replace(
+                "K.transpose(-2, -1)", "K.T"
+            )
+        ),
+        "exa.transpose_all_axes",
+        "(B, n_heads, T, d_k).T is (d_k, T, n_heads, B)",
+    ),
+    "if mask: on a tensor": Mistake(
+        EXA,
+        mha(
+            attention="allowed = tl.causal_mask(T)\n"
+            "scores = Q @ K.transpose(-2, -1) / self.d_k ** 0.5\n"
+            "if allowed:\n"
+            "    scores = scores.masked_fill(~allowed, float('-inf'))\n"
+            "A = torch.softmax(scores, dim=-1)\nV_bar = A @ V"
+        ),
+        "exa.tensor_as_condition",
+        "is not None",
+    ),
     # One case for each code the cases above do not reach.
     "Challenge A: the last position dropped": Mistake(
         EXA, MHA_OUT + "return out[:, :-1], A", "exa.wrong_shape"

@@ -173,14 +173,17 @@ def load_corpus(device: torch.device | str = "cpu") -> Corpus:
 def sample_batch(
     split: torch.Tensor, batch_size: int, T: int, generator: torch.Generator | None = None
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Random windows (x, y) of length T from one split, built on the split's own device.
+    """Random windows (x, y) of length T from one split, on the split's own device.
 
+    The starts are drawn on the generator's device (the CPU's default generator when None), so
+    a CPU generator with a given seed picks the same windows wherever the split lives: CUDA's
+    generator draws other numbers than the CPU's for the same seed.
     y is x shifted by one character: y[b, t] is the character after x[b, t].
     """
     if len(split) <= T:
         raise ValueError(f"a split of {len(split)} characters has no window of T={T}")
-    starts = torch.randint(
-        len(split) - T, (batch_size,), device=split.device, generator=generator
-    )  # (B,)
+    drawn_on = generator.device if generator is not None else torch.device("cpu")
+    starts = torch.randint(len(split) - T, (batch_size,), device=drawn_on, generator=generator)
+    starts = starts.to(split.device)  # (B,)
     windows = split[starts[:, None] + torch.arange(T + 1, device=split.device)]  # (B, T+1)
     return windows[:, :-1], windows[:, 1:]

@@ -77,7 +77,9 @@ def generate(
     if not prompt:
         raise ValueError("the prompt needs at least one token")
     device = next(model.parameters()).device
-    generator = torch.Generator(device=device)
+    # A CPU generator, drawing from CPU probabilities: a seed gives the same text on every device
+    # (apart from the rounding of the logits), where CUDA's generator would draw other numbers.
+    generator = torch.Generator()
     generator.seed() if seed is None else generator.manual_seed(seed)
     was_training = model.training
     model.eval()
@@ -85,7 +87,7 @@ def generate(
     ids, new, stop = list(prompt), [], "length"
     for _ in range(max_new_tokens):
         probs = filter_probs(next_logits(ids), temperature, top_k, top_p)
-        token = int(torch.multinomial(probs, 1, generator=generator))
+        token = int(torch.multinomial(probs.cpu(), 1, generator=generator))
         ids.append(token)
         new.append(token)
         if token == eos_id:

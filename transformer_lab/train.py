@@ -79,7 +79,8 @@ def estimate_loss(
     """Mean loss over `batches` random windows of a split, the same windows at every call."""
     was_training = model.training
     model.eval()
-    generator = torch.Generator(device=split.device).manual_seed(seed)
+    # A CPU generator: every device scores the same windows (CUDA's draws other numbers).
+    generator = torch.Generator().manual_seed(seed)
     total = torch.zeros((), device=split.device)
     for _ in range(batches):
         x, y = sample_batch(split, batch_size, T, generator)
@@ -169,7 +170,7 @@ def train_lm(
     precision = precision or precision_for(device)
     log_every = log_every or max(1, min(50, budget.steps // 20))
     torch.manual_seed(seed)  # dropout
-    generator = torch.Generator(device=device).manual_seed(seed)  # batches
+    generator = torch.Generator().manual_seed(seed)  # batches: the same on every device
     model.to(device).train()
     opt = _optimizer(model, optimizer, lr, weight_decay, device)
     scaler = torch.amp.GradScaler(device.type, enabled=precision.needs_scaler)

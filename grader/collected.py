@@ -1,0 +1,319 @@
+"""Every file ever collected, kept by its content, and the rule that says which one counts.
+
+    COURSE/collected/<sha256>.ipynb     each file as handed in, named by its SHA-256
+    COURSE/collected/index.jsonl        one line per arrival or pin, never rewritten
+
+An arrival records whose notebook a file is, when it was handed in and where that time comes
+from, where the file came from (the batch and the name in it), when it was collected, and
+whether it can be graded (preflight would not quarantine it). The same file arriving again (the
+same zip collected twice) changes nothing and adds no line: a file keeps the earliest time it
+was seen with, unless the instructor gives one (collect --submitted-at, or timestamp.txt edited
+in submitted/), which wins.
+
+Which of a student's files counts for a notebook:
+  1. the one pinned with `python -m grader collect-pin STUDENT NOTEBOOK HASH`; else
+  2. the newest by the time handed in among those that can be graded; else
+  3. the newest of all (a broken file is graded only where there is nothing else, so that it is
+     quarantined and seen, never silently dropped).
+Ties go to a time the instructor gave, then to the hash. The order of collects never matters.
+submitted/STUDENT/NN_topic/ always holds the file that counts and its time (timestamp.txt).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from . import deadlines, preflight, term_log
+from .course import GradingError, assignments, release_notebook
+
+FOLDER = "collected"
+INDEX = "index.jsonl"
+# Times the instructor set, which replace any time a name, zip entry or file gave: collect's
+# --submitted-at, and a file or timestamp.txt found in submitted/ that collect did not write.
+GIVEN, IN_SUBMITTED = "given", "submitted/"
+INSTRUCTOR_TIMES = (GIVEN, IN_SUBMITTED)
+
+
+def sha256(raw: bytes) -> str:
+    return hashlib.sha256(raw).hexdigest()
+
+
+def iso(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds, UTC).isoformat()
+
+
+@dataclass
+class Kept:
+    """One file of one student's notebook, as kept."""
+
+    sha256: str
+    student: str
+    assignment: str
+    submitted_at: float  # seconds since the epoch, the time that counts for this file
+    time_from: str  # name | zip entry | file | given | submitted/
+    source: str  # the name it had in its batch
+    batch: str  # the folder, zip or file collected
+    collected_at: float
+    broken: str = ""  # why it cannot be graded; "" where it can
+
+    def __post_init__(self):
+        # Whole seconds: a time read back from index.jsonl is then exactly the time written.
+        self.submitted_at, self.collected_at = round(self.submitted_at), round(self.collected_at)
+
+    @property
+    def short(self) -> str:
+        return self.sha256[:12]
+
+
+class Store:
+    """COURSE/collected/, read: every kept file per (student, notebook), and the pins."""
+
+    def __init__(self, course: Path):
+        self.course = Path(course)
+        self.folder = self.course / FOLDER
+        self.files: dict[tuple[str, str], dict[str, Kept]] = {}
+        self.pins: dict[tuple[str, str], str] = {}
+        index = self.folder / INDEX
+        lines = index.read_text(encoding="utf-8").splitlines() if index.is_file() else []
+        for n, line in enumerate(lines, start=1):
+            try:
+                self._apply(json.loads(line))
+            except (ValueError, KeyError, TypeError) as err:
+                raise GradingError(
+                    f"{index}, line {n}: unreadable ({err}); restore it from a backup"
+                ) from None
+
+    def _apply(self, event: dict) -> None:
+        key = (event["student"], event["assignment"])
+        if event["kind"] == "pin":
+            if event["sha256"] is None:
+                self.pins.pop(key, None)
+            else:
+                self.pins[key] = event["sha256"]
+            return
+        fields = {k: v for k, v in event.items() if k != "kind"}
+        fields["submitted_at"] = datetime.fromisoformat(fields["submitted_at"]).timestamp()
+        fields["collected_at"] = datetime.fromisoformat(fields["collected_at"]).timestamp()
+        new = Kept(**fields)
+        kept = self.files.setdefault(key, {})
+        old = kept.get(new.sha256)
+        if old is None:
+            kept[new.sha256] = new
+        else:
+            old.submitted_at, old.time_from = _time(old, new)
+
+    def _append(self, event: dict) -> None:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        with (self.folder / INDEX).open("a", encoding="utf-8") as index:
+            index.write(json.dumps(event) + "\n")
+        self._apply(event)
+
+    def changes(self, item: Kept) -> bool:
+        """Whether this arrival would change anything: a new file, or a new time for one."""
+        old = self.known(item.student, item.assignment, item.sha256)
+        return old is None or _time(old, item) != (old.submitted_at, old.time_from)
+
+    def add(self, raw: bytes, item: Kept) -> None:
+        """Keep a file (once per content) and record this arrival of it."""
+        self.folder.mkdir(parents=True, exist_ok=True)
+        blob = self.folder / f"{item.sha256}.ipynb"
+        if not blob.is_file():
+            blob.write_bytes(raw)
+        event = asdict(item)
+        event["submitted_at"], event["collected_at"] = (
+            iso(item.submitted_at),
+            iso(item.collected_at),
+        )
+        self._append({"kind": "file", **event})
+
+    def known(self, student: str, assignment: str, digest: str) -> Kept | None:
+        return self.files.get((student, assignment), {}).get(digest)
+
+    def pin(self, student: str, assignment: str, digest: str | None) -> None:
+        self._append(
+            {
+                "kind": "pin",
+                "student": student,
+                "assignment": assignment,
+                "sha256": digest,
+                "at": datetime.now(UTC).isoformat(),
+            }
+        )
+
+    def choice(self, student: str, assignment: str) -> tuple[Kept, str] | None:
+        """The file that counts, and why (the rule of the module's docstring)."""
+        kept = list(self.files.get((student, assignment), {}).values())
+        if not kept:
+            return None
+        pinned = self.pins.get((student, assignment))
+        if pinned in self.files[student, assignment]:
+            return self.files[student, assignment][pinned], "pinned with collect-pin"
+        good = [k for k in kept if not k.broken]
+        best = max(
+            good or kept, key=lambda k: (k.submitted_at, k.time_from in INSTRUCTOR_TIMES, k.sha256)
+        )
+        return best, "the newest that can be graded" if good else "none can be graded: the newest"
+
+    def pairs(self) -> list[tuple[str, str]]:
+        return sorted(self.files)
+
+    def blob(self, kept: Kept) -> Path:
+        return self.folder / f"{kept.sha256}.ipynb"
+
+
+def _time(old: Kept, new: Kept) -> tuple[float, str]:
+    """The time of a file seen again: the instructor's latest word, else the earliest seen."""
+    if new.time_from in INSTRUCTOR_TIMES:
+        return new.submitted_at, new.time_from
+    if old.time_from not in INSTRUCTOR_TIMES and new.submitted_at < old.submitted_at:
+        return new.submitted_at, new.time_from
+    return old.submitted_at, old.time_from
+
+
+def submitted_folder(course: Path, student: str, assignment: str) -> Path:
+    return Path(course) / "submitted" / student / assignment
+
+
+def _in_submitted(course: Path) -> list[tuple[str, str, Path]]:
+    """(student, notebook, path) of each released notebook in submitted/, as autograde sees it."""
+    names = set(assignments(course))
+    return [
+        (p.parent.parent.name, p.parent.name, p)
+        for p in sorted(Path(course).glob("submitted/*/*/*.ipynb"))
+        if p.stem == p.parent.name and p.stem in names
+    ]
+
+
+def adopt(store: Store, check) -> list[Kept]:
+    """Record what submitted/ holds that the store does not know: a file put there by hand (an
+    emailed fix, a course that predates collected/) or a timestamp.txt edited by hand. Both are
+    the instructor's, so their time wins. `check(raw, assignment)` says why a file is broken."""
+    adopted = []
+    for student, assignment, path in _in_submitted(store.course):
+        raw = path.read_bytes()
+        digest = sha256(raw)
+        stamp = deadlines.read_timestamp(path.parent)
+        when = stamp.replace(tzinfo=UTC).timestamp() if stamp else path.stat().st_mtime
+        known = store.known(student, assignment, digest)
+        if known is not None and (stamp is None or abs(known.submitted_at - when) < 1):
+            continue
+        source = path.relative_to(store.course).as_posix()
+        item = Kept(
+            digest,
+            student,
+            assignment,
+            when,
+            IN_SUBMITTED,
+            source,
+            "submitted/",
+            datetime.now(UTC).timestamp(),
+            known.broken if known else check(raw, assignment),
+        )
+        store.add(raw, item)
+        adopted.append(item)
+    return adopted
+
+
+def materialize(store: Store) -> list[tuple[Kept, str | None]]:
+    """submitted/ made to hold the file that counts for each notebook, with its time; (the file
+    now there, the hash of the one it replaced or None) for each folder that changed."""
+    changed = []
+    for student, assignment in store.pairs():
+        chosen, _ = store.choice(student, assignment)
+        folder = submitted_folder(store.course, student, assignment)
+        notebook = folder / f"{assignment}.ipynb"
+        there = sha256(notebook.read_bytes()) if notebook.is_file() else None
+        stamp = deadlines.read_timestamp(folder) if there else None
+        when = stamp.replace(tzinfo=UTC).timestamp() if stamp else None
+        if there == chosen.sha256 and when is not None and abs(when - chosen.submitted_at) < 1:
+            continue
+        if folder.exists():
+            shutil.rmtree(folder)
+        folder.mkdir(parents=True)
+        shutil.copyfile(store.blob(chosen), notebook)
+        deadlines.write_timestamp(folder, datetime.fromtimestamp(chosen.submitted_at, UTC))
+        changed.append((chosen, there))
+    return changed
+
+
+def find(store: Store, student: str, assignment: str, prefix: str) -> Kept:
+    """The kept file of this notebook whose hash starts with `prefix`."""
+    kept = store.files.get((student, assignment), {})
+    hits = [k for digest, k in kept.items() if digest.startswith(prefix.lower())]
+    if len(hits) != 1:
+        how = "no" if not hits else "several"
+        raise GradingError(
+            f"{how} kept file of {student} / {assignment} has a hash starting with {prefix!r}; "
+            f"`python -m grader collect-pin {student} {assignment}` lists them"
+        )
+    return hits[0]
+
+
+def whose(store: Store, student: str, assignment: str) -> tuple[str, str]:
+    """The (student, notebook) the store knows, the student's case aside."""
+    for pair in store.pairs():
+        if pair[1] == assignment and pair[0].casefold() == student.casefold():
+            return pair
+    raise GradingError(f"nothing of {student} / {assignment} was ever collected")
+
+
+def checker(course: Path):
+    """`broken(raw, assignment)`: why preflight would quarantine the file, "" if it would not."""
+    releases = {}
+
+    def broken(raw: bytes, assignment: str) -> str:
+        if assignment not in releases:
+            releases[assignment] = release_notebook(course, assignment)
+        return preflight.preflight(raw, releases[assignment]).quarantined or ""
+
+    return broken
+
+
+def listing(store: Store, student: str, assignment: str) -> str:
+    """Every kept file of one student's notebook, oldest first, and which counts."""
+    zone = deadlines.course_timezone(store.course)
+    chosen, why = store.choice(student, assignment)
+    lines = ["| kept as | handed in | time from | came from | collected | can be graded | counts |"]
+    lines.append("|---|---|---|---|---|---|---|")
+    for kept in sorted(store.files[student, assignment].values(), key=lambda k: k.submitted_at):
+        lines.append(
+            f"| {kept.short} | {term_log.shown(kept.submitted_at, zone)} | {kept.time_from} "
+            f"| {_came_from(kept)} | {term_log.shown(kept.collected_at, zone)} "
+            f"| {'no: ' + kept.broken if kept.broken else 'yes'} "
+            f"| {'yes (' + why + ')' if kept is chosen else ''} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def _came_from(kept: Kept) -> str:
+    """'canvas.zip: alice_01_attention.ipynb', or the file's name where it came alone."""
+    batch = Path(kept.batch).name
+    return kept.source if batch == kept.source else f"{batch}: {kept.source}"
+
+
+def pin_command(course: Path, student: str, assignment: str, prefix: str | None, unpin: bool):
+    """`collect-pin`: pin a kept file (or unpin), or list the kept files; the terminal's text."""
+    store = Store(course)
+    adopt(store, checker(course))
+    student, assignment = whose(store, student, assignment)
+    if not unpin and not prefix:
+        return listing(store, student, assignment)
+    store.pin(
+        student, assignment, None if unpin else find(store, student, assignment, prefix).sha256
+    )
+    changed = materialize(store)
+    chosen, why = store.choice(student, assignment)
+    zone = deadlines.course_timezone(course)
+    said = (
+        f"{student} / {assignment}: {chosen.short} counts ({why}), handed in "
+        f"{term_log.shown(chosen.submitted_at, zone)} ({chosen.time_from})"
+    )
+    said += "; submitted/ holds it now" if changed else "; submitted/ held it already"
+    body = f"{said}\n\n{listing(store, student, assignment)}"
+    log = term_log.append(course, f"collect-pin {student} {assignment}" + " --unpin" * unpin, body)
+    return f"{body}\nthe term's log: {log}"

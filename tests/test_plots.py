@@ -1,0 +1,194 @@
+"""The notebooks' figures, drawn from fabricated numbers and read back from their Axes: the
+labels a student reads, and that each series and marked point sits where its number says."""
+
+import math
+
+import matplotlib
+import numpy as np
+import pytest
+import torch
+
+from transformer_lab import causal_mask
+from transformer_lab.plots import (
+    StepClock,
+    plot_budgets,
+    plot_leak,
+    plot_loss_curves,
+    plot_masks,
+    plot_score_spread,
+    plot_step_times,
+)
+from transformer_lab.train import TrainHistory
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _close_figures():
+    yield
+    plt.close("all")
+
+
+def labelled(ax) -> dict:
+    """label -> artist, for every artist with a legend entry."""
+    handles, labels = ax.get_legend_handles_labels()
+    return dict(zip(labels, handles, strict=True))
+
+
+def legend_texts(ax) -> list[str]:
+    return [t.get_text() for t in ax.get_legend().get_texts()]
+
+
+def assert_labelled(ax, title: str, x: str, y: str) -> None:
+    assert title in ax.get_title()
+    assert ax.get_xlabel() == x and ax.get_ylabel() == y
+
+
+def test_score_spread_draws_each_d_k_beside_sqrt_d_k():
+    spread = {16: {"raw": 4.1, "scaled": 1.02}, 64: {"raw": 7.9, "scaled": 0.99}}
+    ax = plot_score_spread(spread).axes[0]
+    assert_labelled(ax, "Spread of the attention scores", "d_k", "standard deviation of the scores")
+    series = labelled(ax)
+    assert legend_texts(ax) == list(series)
+    raw, scaled = series["std of q·k, measured"], series["std of q·k / √d_k, measured"]
+    assert list(raw.get_xdata()) == [16, 64] and list(raw.get_ydata()) == [4.1, 7.9]
+    assert list(scaled.get_ydata()) == [1.02, 0.99]
+    curve = series["√d_k (Equation 5, raw)"]
+    assert np.allclose(curve.get_ydata(), np.sqrt(curve.get_xdata()))
+    assert curve.get_xdata()[0] == 16 and curve.get_xdata()[-1] == 64
+    assert list(series["1 (Equation 5, scaled)"].get_ydata()) == [1.0, 1.0]
+
+
+def test_leak_draws_every_position_of_every_step_and_shades_the_earlier_ones():
+    moved = {"your mask": [0.0, 0.0, 0.4, 0.2], "mask after the softmax": [0.1, 0.3, 0.4, 0.2]}
+    ax = plot_leak(moved, t0=2).axes[0]
+    assert_labelled(ax, "position 2", "position t", "largest change of v̄_t")
+    series = labelled(ax)
+    for label, changes in moved.items():
+        bars = series[label]
+        assert [b.get_height() for b in bars] == changes
+        assert [round(b.get_x() + b.get_width() / 2) for b in bars] == [0, 1, 2, 3]
+    span = series["before position 2: must be 0"]
+    assert (span.get_x(), span.get_x() + span.get_width()) == (-0.5, 1.5)  # 0 and 1, not 2
+
+
+def test_masks_are_drawn_as_given_one_panel_each():
+    allowed = causal_mask(4) & torch.tensor([True, True, True, False])
+    fig = plot_masks({"causal mask": causal_mask(4), "allowed": allowed})
+    assert [ax.get_title() for ax in fig.axes] == ["causal mask", "allowed"]
+    for ax, mask in zip(fig.axes, (causal_mask(4), allowed), strict=True):
+        assert np.array_equal(ax.images[0].get_array(), mask.numpy())
+        assert (ax.get_xlabel(), ax.get_ylabel()) == ("key position i", "query position t")
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == ["may read", "may not read"]
+    assert fig.get_suptitle() == "Which keys each query may read"
+
+
+def _run(mode: str, batch: int, steps: int, gpt: dict, lstm: dict) -> dict:
+    def row(seeds: dict) -> dict:
+        return {
+            "nats": sum(seeds.values()) / len(seeds),
+            "seeds": {str(s): {"nats": n} for s, n in seeds.items()},
+        }
+
+    return {
+        "mode": mode,
+        "device_class": "cpu",
+        "provenance": {"seeds": sorted(gpt), "batch_size": batch, "steps": steps},
+        "results": {"rows": {"gpt": row(gpt), "lstm": row(lstm)}},
+    }
+
+
+BASELINES = {
+    "runs": {
+        "full/cpu": _run("full", 64, 3000, {0: 1.52}, {0: 1.50}),
+        "quick/cpu": _run("quick", 16, 1500, {0: 1.79, 1: 1.77, 2: 1.78}, {0: 1.56, 1: 1.55}),
+    }
+}
+
+
+def _points(ax, colour: str, marker: str) -> list[tuple[float, float]]:
+    return sorted(
+        (round(float(x), 2), float(y))
+        for line in ax.get_lines()
+        if line.get_marker() == marker and matplotlib.colors.same_color(line.get_color(), colour)
+        for x, y in zip(line.get_xdata(), line.get_ydata(), strict=True)
+    )
+
+
+def test_budgets_draw_each_seed_its_range_and_the_student_s_run():
+    ax = plot_budgets(BASELINES, "cpu", own=("quick", {"gpt": 1.81, "lstm": 1.54})).axes[0]
+    assert_labelled(
+        ax, "quick/cpu, full/cpu", "budget (batch × steps, device class)", "test loss (nats/char)"
+    )
+    ticks = [t.get_text() for t in ax.get_xticklabels()]
+    assert ticks == ["quick\n16 × 1,500 steps\n(cpu)", "full\n64 × 3,000 steps\n(cpu)"]
+    # every seed at its budget: quick at x = 0, full at x = 1; the GPT left, the LSTM right
+    assert _points(ax, "tab:blue", "o") == [
+        (-0.12, 1.77),
+        (-0.12, 1.78),
+        (-0.12, 1.79),
+        (0.88, 1.52),
+    ]
+    assert _points(ax, "tab:orange", "o") == [(0.12, 1.55), (0.12, 1.56), (1.12, 1.50)]
+    ranges = {label: artist for label, artist in labelled(ax).items() if "range" in label}
+    [gpt_range] = ranges["mini-GPT, range of the seeds"].get_segments()
+    assert np.allclose(gpt_range, [[-0.12, 1.77], [-0.12, 1.79]])
+    assert "LSTM, range of the seeds" in ranges  # the full budget has one seed: no range there
+    assert _points(ax, "tab:blue", "*") == [(-0.12, 1.81)]  # the student's, at their budget
+    assert _points(ax, "tab:orange", "*") == [(0.12, 1.54)]
+    texts = legend_texts(ax)
+    assert len(texts) == len(set(texts)) and {"your mini-GPT", "your LSTM"} <= set(texts)
+
+
+def test_a_run_at_another_budget_gets_a_place_of_its_own():
+    ax = plot_budgets(BASELINES, "cpu", own=("smoke", {"gpt": 3.0, "lstm": 2.9})).axes[0]
+    assert ax.get_xticklabels()[-1].get_text() == "your budget\nsmoke"
+    assert _points(ax, "tab:blue", "*") == [(1.88, 3.0)]
+    with pytest.raises(ValueError, match="nothing to draw"):
+        plot_budgets({"runs": {}}, "cpu")
+
+
+def _history(val: list, train: list) -> TrainHistory:
+    return TrainHistory("quick", 200, 16, 128, 1e-3, 0, "cpu", "fp32", train, val)
+
+
+def test_loss_curves_draw_each_model_and_the_count_levels():
+    histories = {
+        "mini-GPT": _history([(0, 4.2), (200, 2.4)], [(100, 3.0), (200, 2.5)]),
+        "LSTM": _history([(0, 4.1), (200, 2.2)], [(100, 2.8), (200, 2.3)]),
+    }
+    levels = {"uniform": math.log(65), "character trigram, test": 2.09, "5-gram, test": 1.83}
+    ax = plot_loss_curves(histories, levels).axes[0]
+    assert_labelled(ax, "quick budget", "step", "loss (nats/char)")
+    series = labelled(ax)
+    assert list(series["LSTM, validation"].get_ydata()) == [4.1, 2.2]
+    assert list(series["mini-GPT, training"].get_xdata()) == [100, 200]
+    for label, nats in levels.items():
+        assert list(series[label].get_ydata()) == [nats, nats]
+    assert legend_texts(ax) == list(series)
+
+
+def test_step_times_draw_each_step_against_the_text_length():
+    seconds = {"recomputed": [0.004, 0.005, 0.006], "KV cache": [0.004, 0.001, 0.001]}
+    ax = plot_step_times(seconds, prompt_length=7, T_max=8, where="cpu (this runtime)").axes[0]
+    assert_labelled(
+        ax,
+        "measured on cpu (this runtime)",
+        "length of the text after the step (characters)",
+        "time of the step (ms)",
+    )
+    series = labelled(ax)
+    assert list(series["KV cache"].get_xdata()) == [8, 9, 10]
+    assert np.allclose(series["recomputed"].get_ydata(), [4, 5, 6])
+    assert list(series["T_max = 8: the window slides"].get_xdata()) == [8, 8]
+
+
+def test_the_step_clock_times_one_step_per_forward_pass():
+    model = torch.nn.Linear(2, 2)
+    with StepClock(model) as clock:
+        for _ in range(3):
+            model(torch.zeros(1, 2))
+    assert len(clock.seconds) == 3 and all(s > 0 for s in clock.seconds)
+    model(torch.zeros(1, 2))  # after the `with`, nothing more is timed
+    assert len(clock.seconds) == 3
