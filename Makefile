@@ -13,7 +13,8 @@ MODE ?= auto
 SEEDS ?=
 REPLACE ?=
 DEVICE ?= auto
-WORKERS ?= 2
+# Grading jobs at a time; empty: the grader's default, one per CPU core.
+WORKERS ?=
 # pytest-xdist workers for `make test`: auto, one per CPU core.
 TEST_WORKERS ?= auto
 SUBMISSIONS ?= submissions
@@ -73,9 +74,9 @@ collect: setup ## grading: keep a folder, zip or emailed notebook and sort it in
 	$(PY) -m grader $(COURSE_ARG) collect "$(SUBMISSIONS)" $(if $(PATTERN),--pattern '$(PATTERN)') \
 		$(if $(STUDENT),--student '$(STUDENT)') $(if $(SUBMITTED_AT),--submitted-at '$(SUBMITTED_AT)')
 
-autograde: setup ## grading: preflight, execute in parallel sandboxes (bubblewrap), score: WORKERS=2 [SCHEDULER=tcp://host:8786] [STUDENT=id] [NOTEBOOK=NN_topic] (one student: ~40 s on 2 cores)
-	$(PY) -m grader $(COURSE_ARG) autograde --workers $(WORKERS) $(if $(NO_SANDBOX),--no-sandbox) $(if $(SCHEDULER),--scheduler $(SCHEDULER)) \
-		$(if $(STUDENT),--student $(STUDENT)) $(if $(NOTEBOOK),--assignment $(NOTEBOOK))
+autograde: setup ## grading: preflight, execute in parallel sandboxes (bubblewrap), score, then lateness: [WORKERS=N] [SCHEDULER=tcp://host:8786] [STUDENT=id] [NOTEBOOK=NN_topic] (one student: ~40 s on 2 cores)
+	$(PY) -m grader $(COURSE_ARG) autograde $(if $(WORKERS),--workers $(WORKERS)) $(if $(NO_SANDBOX),--no-sandbox) $(if $(SCHEDULER),--scheduler $(SCHEDULER)) \
+		$(if $(STUDENT),--student $(STUDENT)) $(if $(NOTEBOOK),--notebook $(NOTEBOOK))
 
 feedback: setup ## grading: HTML feedback per student in COURSE/feedback/, hidden tests left out; a zip per student in reports/feedback_bundles/
 	$(PY) -m grader $(COURSE_ARG) feedback
@@ -87,7 +88,7 @@ formgrader: setup ## grading: nbgrader's formgrader on the course (127.0.0.1, to
 	$(PY) -m grader $(COURSE_ARG) formgrader
 
 class-report: setup ## grading: pass rates and common mistakes per exercise, reports/class.{md,csv,png} (seconds)
-	$(PY) -m grader $(COURSE_ARG) report
+	$(PY) -m grader $(COURSE_ARG) class-report
 
 test: setup ## run the tests, files spread over the CPU cores (4.5-5 minutes on 2): TEST_WORKERS=auto|N
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=20

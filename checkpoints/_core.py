@@ -16,6 +16,8 @@ import torch
 import transformer_lab
 
 from ._watch import Forbidden, Watch
+from .codes import Exercise, declared
+from .results import Result, leave, notebook_shell
 
 _Tensor = torch.Tensor
 _allclose = torch.allclose
@@ -38,40 +40,45 @@ class CheckFailed(AssertionError):
     """The exercise runs but gives a wrong result; the message names the likely mistake.
 
     `code` names the mistake for machines (`ex1.no_sqrt_dk`): stable when the wording changes,
-    so that the class report counts mistakes, not sentences. It ends the message in brackets.
+    so that the class report counts mistakes, not sentences. It must be declared in
+    checkpoints/codes.py. The message shows it in brackets, for people; machines read the
+    result a failing check leaves as data (checkpoints/results.py).
     """
 
-    def __init__(self, message: str, code: str = "unknown"):
+    def __init__(self, message: str, code: str):
+        if not declared(code):
+            raise ValueError(f"{code!r} is not a declared code: declare it in checkpoints/codes.py")
         super().__init__(message)
         self.message, self.code = message, code
 
     def __str__(self) -> str:
         return f"{self.message} [{self.code}]"
 
+    @property
+    def result(self) -> Result:
+        return Result(self.code.partition(".")[0], self.code, False, self.message)
+
 
 class NotDoneYet(CheckFailed):
     """The exercise still raises NotImplementedError from its stub."""
 
 
-CODE_AT_END = re.compile(r"\[([a-z][a-z0-9]*\.[a-z0-9_]+)\]\s*$")
-
-
-def split_code(text: str) -> tuple[str, str] | None:
-    """(code, message) of a failure's text as a notebook shows it, or None when it ends in no
-    code (an error that is not a check's)."""
-    found = CODE_AT_END.search(text)
-    return (found.group(1), text[: found.start()].strip()) if found else None
-
-
-def code(exercise: str, mistake: str) -> str:
-    """A mistake's code: the exercise of "Exercise 1 (case)" or "Challenge A", then its name:
-    "ex1.name", "exa.name"; "check.name" for a check of no exercise."""
-    label = re.search(r"(?:Exercise|Challenge) (\w+)", exercise)
-    return f"ex{label.group(1).lower()}.{mistake}" if label else f"check.{mistake}"
-
-
-def passed(message: str) -> None:
+def passed(exercise: Exercise, message: str) -> None:
     print(f"✅ {message}")
+    leave(Result(exercise.name, None, True, message))
+
+
+def _leave_failure(shell, etype, value, tb, tb_offset=None) -> None:
+    """IPython's handler of a CheckFailed that reaches the top of a cell: leave its result as
+    data, then show the traceback as for any error (the cell still fails)."""
+    leave(value.result)
+    shell.showtraceback((etype, value, tb), tb_offset=tb_offset)
+
+
+def _install(shell) -> None:
+    """In a notebook's kernel, every failing check leaves its result as data."""
+    if shell is not None:
+        shell.set_custom_exc((CheckFailed,), _leave_failure)
 
 
 # What an error's text says -> (the mistake's name, its usual cause in these exercises), tried
@@ -195,14 +202,16 @@ def diagnose_error(err: BaseException, warned: tuple[str, ...] = ()) -> tuple[st
     return "raised", _READ_THE_TRACEBACK
 
 
-def forbid(exercise: str, *rules: Forbidden) -> None:
+def forbid(exercise: Exercise, *rules: Forbidden) -> None:
     """Declare the ready-made implementations that may not do an exercise's work; every
     `call` of that exercise then watches for them."""
-    _FORBIDDEN[code(exercise, "")] = rules
+    for rule in rules:
+        exercise.code(rule.mistake)  # declared, or this fails at import
+    _FORBIDDEN[exercise.name] = rules
 
 
-def forbidden(exercise: str) -> tuple[Forbidden, ...]:
-    return _FORBIDDEN.get(code(exercise, ""), ())
+def forbidden(exercise: Exercise) -> tuple[Forbidden, ...]:
+    return _FORBIDDEN.get(exercise.name, ())
 
 
 @contextmanager
@@ -237,7 +246,7 @@ def _slips_warned(seen: list) -> list[tuple[str, warnings.WarningMessage]]:
     ]
 
 
-def call(exercise: str, fn, *args, **kwargs):
+def call(exercise: Exercise, fn, *args, **kwargs):
     """Run the student's function, watching for the implementations the exercise forbids; a
     stub's NotImplementedError becomes a NotDoneYet, any other error a CheckFailed with a hint
     for the causes it recognises, and so does a warning that names a slip, even when the code
@@ -252,7 +261,7 @@ def call(exercise: str, fn, *args, **kwargs):
             raise NotDoneYet(
                 f"{exercise} is not done yet: replace the `raise NotImplementedError(...)` line "
                 "in its cell with your code, run that cell, then run this check again.",
-                code(exercise, "not_done"),
+                exercise.code("not_done"),
             ) from None
         except CheckFailed:
             raise
@@ -261,7 +270,7 @@ def call(exercise: str, fn, *args, **kwargs):
             warned = tuple(str(w.message) for _, w in _slips_warned(seen))
             name, hint = diagnose_error(err, warned)
             raise CheckFailed(
-                f"{exercise} raised {type(err).__name__}: {err}. {hint}", code(exercise, name)
+                f"{exercise} raised {type(err).__name__}: {err}. {hint}", exercise.code(name)
             ) from err
     _refuse_delegation(exercise, watch)
     slips = _slips_warned(seen)
@@ -270,12 +279,12 @@ def call(exercise: str, fn, *args, **kwargs):
         raise CheckFailed(
             f"{exercise}: {_RAISED_BY_NAME[name][1]} (PyTorch's warning above points at line "
             f"{w.lineno} of your code.)",
-            code(exercise, name),
+            exercise.code(name),
         )
     return result
 
 
-def _refuse_delegation(exercise: str, watch: Watch) -> None:
+def _refuse_delegation(exercise: Exercise, watch: Watch) -> None:
     seen = watch.first
     if seen is None:
         return
@@ -284,26 +293,26 @@ def _refuse_delegation(exercise: str, watch: Watch) -> None:
             f"{exercise}: your code changed the profile hook ({seen.called}, from {seen.where}) "
             "while the check ran it. The check watches which functions your answer calls and "
             "cannot grade it otherwise: remove that call.",
-            code(exercise, "watch_disabled"),
+            exercise.code("watch_disabled"),
         )
     rule = seen.rule
     raise CheckFailed(
         f"{exercise}: your answer hands the work to {rule.label}: it called {seen.called} "
         f"(from {seen.where}). This exercise asks you to write that yourself. {rule.instead}",
-        code(exercise, rule.mistake),
+        exercise.code(rule.mistake),
     )
 
 
-def expect_tensor(exercise: str, what: str, value, shape: tuple | None = None) -> _Tensor:
+def expect_tensor(exercise: Exercise, what: str, value, shape: tuple | None = None) -> _Tensor:
     if type(value) is not _Tensor:
         raise CheckFailed(
             f"{exercise}: {what} should be a torch.Tensor, got {type(value).__name__}.",
-            code(exercise, "not_a_tensor"),
+            exercise.code("not_a_tensor"),
         )
     if shape is not None and tuple(value.shape) != tuple(shape):
         raise CheckFailed(
             f"{exercise}: {what} should have shape {tuple(shape)}, got {tuple(value.shape)}.",
-            code(exercise, "wrong_shape"),
+            exercise.code("wrong_shape"),
         )
     return value
 
@@ -341,14 +350,14 @@ def match_mistake(
     return None
 
 
-def expect_unchanged(exercise: str, before: list[_Tensor], after: tuple, advice: str) -> None:
+def expect_unchanged(exercise: Exercise, before: list[_Tensor], after: tuple, advice: str) -> None:
     """The student's function must leave its inputs as they were."""
     if not unchanged(before, after):
-        raise CheckFailed(f"{exercise}: {advice}", code(exercise, "modified_input"))
+        raise CheckFailed(f"{exercise}: {advice}", exercise.code("modified_input"))
 
 
 def judge(
-    exercise: str,
+    exercise: Exercise,
     got: _Tensor,
     right: _Tensor,
     mistakes,
@@ -368,19 +377,19 @@ def judge(
     found = match_mistake(got, table, **tolerances)
     if found:
         name, diagnosis = found
-        raise CheckFailed(f"{exercise}: {diagnosis}.", code(exercise, name))
+        raise CheckFailed(f"{exercise}: {diagnosis}.", exercise.code(name))
     if not all_finite(got):
         raise CheckFailed(
             f"{exercise}: the output holds NaN or infinity. {nan_hint}",
-            code(exercise, "not_finite"),
+            exercise.code("not_finite"),
         )
     verdict = otherwise((got.double() - right.double()).abs().max().item())
     if isinstance(verdict, CheckFailed):
         raise verdict
-    raise CheckFailed(f"{exercise}: {verdict}", code(exercise, "wrong_values"))
+    raise CheckFailed(f"{exercise}: {verdict}", exercise.code("wrong_values"))
 
 
-def same_in_eval(exercise: str, module, first: _Tensor, again) -> None:
+def same_in_eval(exercise: Exercise, module, first: _Tensor, again) -> None:
     """A module in evaluation mode gives the same output twice; dropout that ignores eval()
     (F.dropout(x, p) without training=self.training) does not."""
     second = again[0] if isinstance(again, tuple) else again
@@ -390,5 +399,9 @@ def same_in_eval(exercise: str, module, first: _Tensor, again) -> None:
             "different outputs, so dropout is applied even when it should be off. "
             "F.dropout(x, p) drops whatever the mode: use the layer's nn.Dropout (self.drop), "
             "or F.dropout(x, p, training=self.training).",
-            code(exercise, "dropout_in_eval"),
+            exercise.code("dropout_in_eval"),
         )
+
+
+# Once, when a notebook first imports a check: from then on its kernel leaves each failure as data.
+_install(notebook_shell())

@@ -16,7 +16,6 @@ from ._core import (
     Forbidden,
     call,
     close,
-    code,
     expect_tensor,
     expect_unchanged,
     forbid,
@@ -24,9 +23,8 @@ from ._core import (
     passed,
     snapshot,
 )
+from .codes import EX0, EX1, Exercise
 
-EX0 = "Exercise 0"
-EX1 = "Exercise 1"
 LAB = GPTConfig()  # the lab's sizes: d_model 128, n_heads 4, n_layers 4, T_max 128, 65 characters
 _softmax = torch.softmax
 
@@ -131,12 +129,12 @@ def exercise_0(read_the_model) -> None:
     if not isinstance(answers, tuple) or len(answers) != 2:
         raise CheckFailed(
             f"{EX0}: return the pair (n_parameters, attention_input_shape).",
-            code(EX0, "not_a_pair"),
+            EX0.code("not_a_pair"),
         )
     n_parameters, attention_input_shape = answers
     if not isinstance(n_parameters, int) or isinstance(n_parameters, bool):
         raise CheckFailed(
-            f"{EX0}: n_parameters should be a whole number (an int).", code(EX0, "count_not_int")
+            f"{EX0}: n_parameters should be a whole number (an int).", EX0.code("count_not_int")
         )
     right = _count(LAB)
     if n_parameters != right:
@@ -147,7 +145,7 @@ def exercise_0(read_the_model) -> None:
             f"{EX0}: {n_parameters:,} is not the model's count.{where}"
             + (f": that is exactly {hint}." if hint else ".")
             + " Go through MiniGPT.__init__, Block and MultiHeadAttention one layer at a time.",
-            code(EX0, name),
+            EX0.code(name),
         )
     expected = ("B", "n_heads", "T", "d_k")
     if tuple(attention_input_shape) != expected:
@@ -155,9 +153,11 @@ def exercise_0(read_the_model) -> None:
             f"{EX0}: MultiHeadAttention calls your function with Q of shape "
             f"{expected}, not {tuple(attention_input_shape)}: the head index becomes a batch "
             "dimension (look at `split` in MultiHeadAttention.forward).",
-            code(EX0, "wrong_q_shape"),
+            EX0.code("wrong_q_shape"),
         )
-    passed(f"{EX0}: {right:,} parameters, and Q reaches your function as (B, n_heads, T, d_k).")
+    passed(
+        EX0, f"{EX0}: {right:,} parameters, and Q reaches your function as (B, n_heads, T, d_k)."
+    )
 
 
 def _mistakes(Q, K, V, allowed) -> dict[str, tuple[str, torch.Tensor]]:
@@ -255,12 +255,12 @@ _NAN_HINT = (
 )
 
 
-def _pair(result, ref_V_bar, ref_A, exercise: str):
+def _pair(result, ref_V_bar, ref_A, exercise: Exercise):
     """(V_bar, A) from the student's result, or a failure naming what is wrong with it."""
     if not isinstance(result, tuple) or len(result) != 2:
         raise CheckFailed(
             f"{exercise}: return the pair (V_bar, A), got {type(result).__name__}.",
-            code(exercise, "not_a_pair"),
+            exercise.code("not_a_pair"),
         )
     first, second = result
     swapped = (
@@ -274,20 +274,20 @@ def _pair(result, ref_V_bar, ref_A, exercise: str):
             f"{exercise}: the pair is in the wrong order: you returned (A, V_bar). Return "
             "(V_bar, A), the output first and the weights second, as the layer that calls "
             "your function unpacks it.",
-            code(exercise, "pair_swapped"),
+            exercise.code("pair_swapped"),
         )
     return expect_tensor(exercise, "V_bar", first, ref_V_bar.shape), expect_tensor(
         exercise, "A", second, ref_A.shape
     )
 
 
-def _wrong_weights_or_output(exercise: str, A, ref_A, V_bar, ref_V_bar):
+def _wrong_weights_or_output(exercise: Exercise, A, ref_A, V_bar, ref_V_bar):
     row_sums = A.double().sum(-1)
     if not close(row_sums, torch.ones_like(row_sums), atol=1e-4):
         return CheckFailed(
             f"{exercise}: rows of A should sum to 1 but sum to values from "
             f"{row_sums.min().item():.3f} to {row_sums.max().item():.3f}: check the softmax.",
-            code(exercise, "rows_do_not_sum_to_1"),
+            exercise.code("rows_do_not_sum_to_1"),
         )
     if not close(A, ref_A):
         return CheckFailed(
@@ -295,17 +295,17 @@ def _wrong_weights_or_output(exercise: str, A, ref_A, V_bar, ref_V_bar):
             f"{(A.double() - ref_A.double()).abs().max().item():.3g}. Check the order of "
             "Q @ K^T (not K @ Q^T), which axes you transpose, and that forbidden scores "
             "become -inf before the softmax.",
-            code(exercise, "wrong_weights"),
+            exercise.code("wrong_weights"),
         )
     return CheckFailed(
         f"{exercise}: A is right but V_bar is not (off by up to "
         f"{(V_bar.double() - ref_V_bar.double()).abs().max().item():.3g}): V_bar = A @ V.",
-        code(exercise, "wrong_v_bar"),
+        exercise.code("wrong_v_bar"),
     )
 
 
 def _compare(fn, Q, K, V, allowed, case: str) -> None:
-    exercise = f"{EX1} ({case})"
+    exercise = EX1.at(case)
     args = (Q, K, V) if allowed is None else (Q, K, V, allowed)
     before = snapshot(*args)
     result = call(exercise, fn, *args)
@@ -384,8 +384,9 @@ def exercise_1(scaled_dot_product_attention) -> None:
     causal = torch.ones(7, 7, dtype=torch.bool).tril()
     _random_case(fn, 2, (2, 4), 7, 7, 8, 8, causal, "causal")
     passed(
+        EX1,
         f"{EX1}: your attention matches Equations 3-4, with and without a mask, "
-        "for any leading dimensions."
+        "for any leading dimensions.",
     )
 
 
@@ -395,4 +396,4 @@ def exercise_1_hidden(scaled_dot_product_attention) -> None:
     _random_case(fn, 10, (3,), 9, 9, 4, 4, causal, "float64, causal", torch.float64)
     _random_case(fn, 11, (2,), 3, 9, 8, 5, None, "no mask")
     _random_case(fn, 12, (2, 1, 3, 2), 4, 4, 6, 6, causal[:4, :4], "causal")
-    passed(f"{EX1} (further cases): float64, non-square attention, deeper batches.")
+    passed(EX1, f"{EX1} (further cases): float64, non-square attention, deeper batches.")

@@ -8,9 +8,9 @@ import torch.nn as nn
 from transformer_lab.attention import causal_mask as _reference
 from transformer_lab.attention import scaled_dot_product_attention as _attention
 
-from ._core import CheckFailed, Forbidden, call, code, expect_tensor, forbid, passed
+from ._core import CheckFailed, Forbidden, call, expect_tensor, forbid, passed
+from .codes import EX2
 
-EX2 = "Exercise 2"
 _bool = torch.bool
 _ones = torch.ones
 _tril = torch.tril
@@ -83,18 +83,18 @@ def _shape_failure(mask: torch.Tensor, T: int, case: str) -> CheckFailed:
         return CheckFailed(
             f"{EX2} ({case}): the mask has shape {shape}, with extra leading dimensions. Return "
             f"({T}, {T}): the attention function broadcasts a (T, T) mask over batch and heads.",
-            code(EX2, "extra_leading_dims"),
+            EX2.code("extra_leading_dims"),
         )
     if mask.ndim == 2 and shape[0] == shape[1]:
         return CheckFailed(
             f"{EX2} ({case}): the mask is {shape[0]} x {shape[1]}, but causal_mask({T}) must be "
             f"{T} x {T}. Build it from the argument T, not from a fixed size such as T_max.",
-            code(EX2, "fixed_size"),
+            EX2.code("fixed_size"),
         )
     return CheckFailed(
         f"{EX2} ({case}): causal_mask({T}) should have shape ({T}, {T}): one row per query t, "
         f"one column per key i. Got {shape}.",
-        code(EX2, "wrong_shape"),
+        EX2.code("wrong_shape"),
     )
 
 
@@ -107,7 +107,7 @@ def _dtype_failure(mask: torch.Tensor, right: torch.Tensor, case: str) -> CheckF
                 "i <= t, a large negative number or -inf elsewhere). The attention function "
                 "takes the boolean form instead: return dtype torch.bool, True where key i <= "
                 "query t; it turns False into -inf itself.",
-                code(EX2, "additive_mask"),
+                EX2.code("additive_mask"),
             )
     pattern = mask != 0
     if _equal(pattern, right):
@@ -124,7 +124,7 @@ def _dtype_failure(mask: torch.Tensor, right: torch.Tensor, case: str) -> CheckF
         "(e.g. torch.ones(T, T, dtype=torch.bool), or .bool() at the end). A 0/1 number "
         "mask is not a boolean one: masked_fill refuses it, and ~ does not swap 0 and 1 "
         f"(on integers ~1 is -2). {entries}",
-        code(EX2, "wrong_dtype"),
+        EX2.code("wrong_dtype"),
     )
 
 
@@ -142,13 +142,13 @@ def _compare(causal_mask, T: int, case: str | None = None) -> torch.Tensor:
     mistake = _diagnose_pattern(mask, T)
     if mistake:
         name, diagnosis = mistake
-        raise CheckFailed(f"{EX2} ({case}): {diagnosis}.", code(EX2, name))
+        raise CheckFailed(f"{EX2} ({case}): {diagnosis}.", EX2.code(name))
     wrong = int((mask != right).sum())
     raise CheckFailed(
         f"{EX2} ({case}): {wrong} of the {T * T} entries are wrong. Entry [t, i] must be True "
         "exactly when i <= t (Equation 6: M is 0 on and below the diagonal). Print "
         f"causal_mask({min(T, 6)}) and compare it with Figure 2.",
-        code(EX2, "wrong_entries"),
+        EX2.code("wrong_entries"),
     )
 
 
@@ -157,8 +157,9 @@ def exercise_2(causal_mask) -> None:
     for T in sizes:
         _compare(causal_mask, T)
     passed(
+        EX2,
         f"{EX2}: causal_mask(T) is the bool lower triangle of Equation 6 for T = "
-        f"{', '.join(str(T) for T in sorted(sizes))}."
+        f"{', '.join(str(T) for T in sorted(sizes))}.",
     )
 
 
@@ -179,12 +180,13 @@ def exercise_2_hidden(causal_mask) -> None:
             f"{EX2}: your function hands out a cached constant: after the mask returned by "
             f"causal_mask({T}) was changed in place, the next call returned the changed mask. "
             "Build a new tensor on every call (or return a .clone() of the cached one).",
-            code(EX2, "cached_constant"),
+            EX2.code("cached_constant"),
         )
     for T in (9, 4, 9):  # the result depends on the T of this call, not on an earlier one
         _compare(causal_mask, T, f"T = {T} after other sizes")
     passed(
-        f"{EX2} (further cases): T = {min(sizes)} to {max(sizes)}, and a fresh mask on every call."
+        EX2,
+        f"{EX2} (further cases): T = {min(sizes)} to {max(sizes)}, and a fresh mask on every call.",
     )
 
 
@@ -229,7 +231,7 @@ def _leak_test(allowed: torch.Tensor, attention, t0: int, which: str) -> float:
             raise CheckFailed(
                 f"Leak test: {name} refused {which} ({type(err).__name__}: {err}). "
                 "Run the Exercise 2 checks first.",
-                code(EX2, "leak_mask_refused"),
+                EX2.code("leak_mask_refused"),
             ) from err
 
     V_bar, A = step(X)
@@ -238,7 +240,7 @@ def _leak_test(allowed: torch.Tensor, attention, t0: int, which: str) -> float:
         raise CheckFailed(
             f"Leak test: weights above the diagonal reach {above:.3g}; they must be exactly 0. "
             "A query reads a later key: check the mask and where it is applied.",
-            code(EX2, "leak_above_diagonal"),
+            EX2.code("leak_above_diagonal"),
         )
     changed = _clone(X)
     changed[t0] = _randn(d_model, generator=g)
@@ -251,17 +253,18 @@ def _leak_test(allowed: torch.Tensor, attention, t0: int, which: str) -> float:
             f"{earlier:.3g}, though every weight above the diagonal is 0. The kept weights of "
             "an earlier row still depend on later scores, as when the mask is applied after "
             "the softmax: the row was normalised over the future keys too.",
-            code(EX2, "leak_to_earlier"),
+            EX2.code("reads_the_future"),
         )
     if later == 0.0:
         raise CheckFailed(
             f"Leak test: changing position {t0} changed no output at all, not even its own; "
             "the test proves nothing this way.",
-            code(EX2, "leak_nothing_changed"),
+            EX2.code("ignores_input"),
         )
     passed(
+        EX2,
         f"Leak test on one attention step with {which}: every weight above the diagonal is "
         f"exactly 0, and changing position {t0} moved no earlier output (largest change 0.0) "
-        f"while moving later ones by up to {later:.3g}."
+        f"while moving later ones by up to {later:.3g}.",
     )
     return earlier

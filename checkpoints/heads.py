@@ -11,15 +11,14 @@ import torch
 from ._core import (
     CheckFailed,
     call,
-    code,
     expect_unchanged,
     judge,
     passed,
     snapshot,
 )
 from ._devices import DEVICE, DeviceMismatch, on_host, other_device
+from .codes import EX5
 
-EX5 = "Exercise 5"
 _arange = torch.arange
 _ones = torch.ones
 _zeros = torch.zeros
@@ -170,27 +169,27 @@ def _expect_form(result, A: torch.Tensor, case: str) -> None:
         raise CheckFailed(
             f"{EX5} ({case}): return a torch.Tensor of shape {shape} (one number per head), "
             f"got {type(result).__name__}. Avoid .item() and Python loops that build floats.",
-            code(EX5, "not_a_tensor"),
+            EX5.code("not_a_tensor"),
         )
     if tuple(result.shape) != shape:
         name, hint = _shape_hint(A, tuple(result.shape))
         raise CheckFailed(
             f"{EX5} ({case}): for A of shape {tuple(A.shape)} the result should have shape "
             f"{shape}, got {tuple(result.shape)}." + hint,
-            code(EX5, name),
+            EX5.code(name),
         )
     if not result.is_floating_point():
         raise CheckFailed(
             f"{EX5} ({case}): the result has dtype {result.dtype}; a mean distance is a "
             "floating-point number. Multiply the weights by the distances as floats.",
-            code(EX5, "integer_result"),
+            EX5.code("integer_result"),
         )
     if result.dtype != A.dtype:
         raise CheckFailed(
             f"{EX5} ({case}): A is {A.dtype} but the result is {result.dtype}. Keep A's dtype: "
             "build the distances with torch.arange(T, dtype=A.dtype) or let PyTorch promote "
             "an integer arange.",
-            code(EX5, "dtype_not_kept"),
+            EX5.code("dtype_not_kept"),
         )
 
 
@@ -211,14 +210,14 @@ def _call_on_gpu(fn, A: torch.Tensor, case: str):
             f"{failure.__cause__}. On a GPU (Colab's T4) the model's A lives on the GPU, and a "
             "tensor made without device= on the CPU, so the notebook's next cell would fail "
             "there. Make the offsets on A's device: torch.arange(T, device=A.device).",
-            code(EX5, "device_mismatch"),
+            EX5.code("device_mismatch"),
         ) from None
     if on_cpu:
         raise CheckFailed(
             f"{EX5} ({case}): A is on the GPU but your result is on the CPU. Return it on A's "
             "device: build it from A and tensors made with device=A.device, without .cpu(), "
             ".tolist() or torch.tensor(...) of Python numbers.",
-            code(EX5, "result_not_on_device"),
+            EX5.code("result_not_on_device"),
         )
     return result
 
@@ -226,7 +225,7 @@ def _call_on_gpu(fn, A: torch.Tensor, case: str):
 def _compare(
     fn, A: torch.Tensor, case: str, known: str | None = None, on_gpu: bool = False
 ) -> None:
-    exercise = f"{EX5} ({case})"
+    exercise = EX5.at(case)
     before = snapshot(A)
     result = _call_on_gpu(fn, A, case) if on_gpu else call(EX5, fn, A)
     expect_unchanged(
@@ -298,9 +297,10 @@ def exercise_5(mean_attention_distance) -> None:
     )
     _compare(fn, _random_causal(2, (2, 3), 8), "A on a GPU, simulated", on_gpu=True)
     passed(
+        EX5,
         f"{EX5}: mean attention distance matches mean_t sum_i A[t, i] (t - i): 1.25 for "
         "uniform rows, 0 for the identity, 2.5 for the first key, one number per head, on A's "
-        "device."
+        "device.",
     )
 
 
@@ -311,4 +311,4 @@ def exercise_5_hidden(mean_attention_distance) -> None:
     _compare(fn, _random_causal(12, (2, 3), 1), "T = 1: a single query reading itself", "0.0")
     _compare(fn, _uniform(1), "T = 1, no leading dims", "0.0")
     _compare(fn, _random_causal(13, (2,), 33), "T = 33")
-    passed(f"{EX5} (further cases): float64, deeper batches, T = 1 and T = 33.")
+    passed(EX5, f"{EX5} (further cases): float64, deeper batches, T = 1 and T = 33.")

@@ -6,12 +6,25 @@ from __future__ import annotations
 import torch
 
 from ._core import CheckFailed, call, passed
+from .codes import LEAK
 
 _no_grad = torch.no_grad
 
 
 def model_leak_test(model, label: str = "the model", t0: int | None = None, seed: int = 0) -> float:
     """Returns the largest change of a logit before t0 (0.0 when nothing leaks)."""
+    t0, later = measure_leak(model, label, t0, seed)
+    passed(
+        LEAK,
+        f"Leak test on {label}: changing position {t0} moved no earlier logit "
+        f"(largest change 0.0), and moved later ones by up to {later:.3g}.",
+    )
+    return 0.0
+
+
+def measure_leak(model, label: str, t0: int | None, seed: int = 0) -> tuple[int, float]:
+    """The leak test without its tick, for a check that runs it as one of its steps: fails as
+    model_leak_test does, else returns t0 and the largest change of a logit from t0 on."""
     T = model.config.T_max
     t0 = T // 2 if t0 is None else t0
     g = torch.Generator().manual_seed(seed)
@@ -24,8 +37,8 @@ def model_leak_test(model, label: str = "the model", t0: int | None = None, seed
     try:
         with _no_grad():
             # A stub inside the model reports itself as the exercise that is not done yet.
-            before = call("An exercise this model runs on", model, idx)
-            after = call("An exercise this model runs on", model, changed)
+            before = call(LEAK.titled("An exercise this model runs on"), model, idx)
+            after = call(LEAK.titled("An exercise this model runs on"), model, changed)
     finally:
         model.train(was_training)
     earlier = (before[:, :t0] - after[:, :t0]).abs().max().item()
@@ -36,16 +49,12 @@ def model_leak_test(model, label: str = "the model", t0: int | None = None, seed
             f"earlier positions by up to {earlier:.3g}; they must not move at all. Something "
             "reads the future: a mask that is missing, inverted or applied after the softmax, "
             "or a layer that mixes positions outside attention.",
-            "leak.reads_the_future",
+            LEAK.code("reads_the_future"),
         )
     if later == 0.0:
         raise CheckFailed(
             f"Leak test on {label}: changing the token at position {t0} changed no logit at "
             "all, not even its own: the model ignores its input, so the test proves nothing.",
-            "leak.ignores_input",
+            LEAK.code("ignores_input"),
         )
-    passed(
-        f"Leak test on {label}: changing position {t0} moved no earlier logit "
-        f"(largest change 0.0), and moved later ones by up to {later:.3g}."
-    )
-    return earlier
+    return t0, later

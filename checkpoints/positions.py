@@ -19,15 +19,14 @@ from ._core import (
     CheckFailed,
     Forbidden,
     call,
-    code,
     expect_tensor,
     forbid,
     judge,
     passed,
 )
 from ._devices import DEVICE, DeviceMismatch, other_device
+from .codes import EX3, ORDER, UNTRAINED
 
-EX3 = "Exercise 3"
 LN_VOCAB = math.log(65)  # 4.1744: the loss of a uniform guess over the 65 characters
 _Embedding = nn.Embedding
 _arange = torch.arange
@@ -59,12 +58,12 @@ def order_blindness(first: torch.Tensor, second: torch.Tensor, seed: int = 0) ->
     if first.shape != second.shape or first.ndim != 2 or first.shape[0] != 1:
         raise CheckFailed(
             "order_blindness needs two (1, T) tensors of token ids of equal shape.",
-            "order.wrong_inputs",
+            ORDER.code("wrong_inputs"),
         )
     if not _equal(first.sort().values, second.sort().values) or first[0, -1] != second[0, -1]:
         raise CheckFailed(
             "order_blindness needs the same tokens in two orders, with the same last token.",
-            "order.not_a_reordering",
+            ORDER.code("not_a_reordering"),
         )
     config = _GPTConfig()
     with _fork_rng(), _no_grad():
@@ -83,12 +82,13 @@ def order_blindness(first: torch.Tensor, second: torch.Tensor, seed: int = 0) ->
             f"Order blindness: without positions the last outputs differ by {gap:.3g}, with "
             f"positions by {gap_with:.3g}; expected about 0 and clearly more than 0. Has the "
             "package been changed?",
-            "order.package_changed",
+            ORDER.code("package_changed"),
         )
     passed(
+        ORDER,
         f"Without positions, reordering the {first.shape[1] - 1} tokens before the last one "
         f"moved its output by {gap:.1g} (float rounding); with positions added, by "
-        f"{gap_with:.2g}."
+        f"{gap_with:.2g}.",
     )
     return gap
 
@@ -177,14 +177,14 @@ def _call(fn, idx, tok_emb, pos_emb, case: str, on_gpu: bool):
                 "(Colab's T4) idx and both tables live on the GPU, and a tensor made without "
                 "device= on the CPU, so the model would fail there. Make the positions on "
                 "idx's device: torch.arange(T, device=idx.device).",
-                code(EX3, "device_mismatch"),
+                EX3.code("device_mismatch"),
             ) from None
         if isinstance(cause, IndexError):
             raise CheckFailed(
                 f"{EX3} ({case}) raised IndexError: {cause}. A position is out of range: the "
                 f"table has rows 0 .. {pos_emb.num_embeddings - 1}, and the T = {T} positions "
                 "are 0 .. T-1 (torch.arange(T)).",
-                code(EX3, "position_out_of_range"),
+                EX3.code("position_out_of_range"),
             ) from None
         if isinstance(cause, RuntimeError) and "size" in str(cause):
             raise CheckFailed(
@@ -192,7 +192,7 @@ def _call(fn, idx, tok_emb, pos_emb, case: str, on_gpu: bool):
                 f"tok_emb(idx) is (B, T, d_model) = ({B}, {T}, {tok_emb.embedding_dim}) and the "
                 "positions must give (T, d_model). T is idx.shape[1] (idx.shape[0] is the batch "
                 "size B), and look up only the T rows you need, not the whole table.",
-                code(EX3, "positions_wrong_length"),
+                EX3.code("positions_wrong_length"),
             ) from None
         raise
 
@@ -209,13 +209,13 @@ def _compare(fn, idx, tok_emb, pos_emb, case: str, on_gpu: bool = False) -> None
             f"{EX3} ({case}): the output has shape {(B, T, 2 * d_model)}: the positions are "
             "concatenated to the token embeddings. Equation 8 adds them: e_(w_t) + p_t keeps "
             "the width d_model.",
-            code(EX3, "positions_concatenated"),
+            EX3.code("positions_concatenated"),
         )
     expect_tensor(EX3, "the output", result, (B, T, d_model))
     with _no_grad():
         right = _reference(idx, tok_emb, pos_emb)
     judge(
-        f"{EX3} ({case})",
+        EX3.at(case),
         result.detach(),
         right,
         lambda: _mistakes(idx, tok_emb, pos_emb),
@@ -233,7 +233,7 @@ def _expect_gradients(result, tok_emb, pos_emb, case: str) -> None:
         raise CheckFailed(
             f"{EX3} ({case}): the output carries no gradient, so neither table would learn. "
             "Do not use torch.no_grad(), .detach() or .data here.",
-            code(EX3, "no_gradient"),
+            EX3.code("no_gradient"),
         )
     tok_grad, pos_grad = _grad(result.sum(), (tok_emb.weight, pos_emb.weight), allow_unused=True)
     if pos_grad is None or not bool((pos_grad != 0).any()):
@@ -241,13 +241,13 @@ def _expect_gradients(result, tok_emb, pos_emb, case: str) -> None:
             f"{EX3} ({case}): no gradient reaches the position table, so p_t would never be "
             "learned. Look the rows up through pos_emb(...) or pos_emb.weight without "
             ".detach() or .data.",
-            code(EX3, "position_table_detached"),
+            EX3.code("position_table_detached"),
         )
     if tok_grad is None or not bool((tok_grad != 0).any()):
         raise CheckFailed(
             f"{EX3} ({case}): no gradient reaches the token table: use tok_emb(idx) without "
             ".detach() or .data.",
-            code(EX3, "token_table_detached"),
+            EX3.code("token_table_detached"),
         )
 
 
@@ -265,8 +265,9 @@ def exercise_3(embed_with_positions) -> None:
     _case(embed_with_positions, 1, B=3, T=10, d_model=12, vocab=13, T_max=32)
     _case(embed_with_positions, 2, B=2, T=6, d_model=8, vocab=11, T_max=16, on_gpu=True)
     passed(
+        EX3,
         f"{EX3}: embed_with_positions adds p_t to e_(w_t) (Equation 8), (B, T, d_model), on "
-        "idx's device."
+        "idx's device.",
     )
 
 
@@ -275,7 +276,7 @@ def exercise_3_hidden(embed_with_positions) -> None:
     _case(embed_with_positions, 11, B=2, T=128, d_model=128, vocab=65, T_max=128)
     _case(embed_with_positions, 12, B=1, T=7, d_model=6, vocab=9, T_max=7, dtype=torch.float64)
     _case(embed_with_positions, 13, B=5, T=3, d_model=4, vocab=300, T_max=8)
-    passed(f"{EX3} (further cases): T = 1, T = T_max, B = 1, float64, a large vocabulary.")
+    passed(EX3, f"{EX3} (further cases): T = 1, T = T_max, B = 1, float64, a large vocabulary.")
 
 
 def untrained_loss(
@@ -283,13 +284,13 @@ def untrained_loss(
 ) -> float:
     """The untrained model's test loss (on the first `characters` of the test split, or all of
     it) should be close to ln 65: it knows nothing yet."""
-    score = call(label, _evaluate_gpt, model, corpus, characters=characters)
+    score = call(UNTRAINED.titled(label), _evaluate_gpt, model, corpus, characters=characters)
     nats = score.nats
     if not math.isfinite(nats):
         raise CheckFailed(
             f"Test loss of {label}: {nats} nats. Some logits are NaN or infinite: look for a "
             "row of attention with no allowed key, or an overflow in the input step.",
-            "untrained.loss_not_finite",
+            UNTRAINED.code("loss_not_finite"),
         )
     gap = nats - LN_VOCAB
     if abs(gap) > 0.1:
@@ -300,10 +301,11 @@ def untrained_loss(
             "characters, within 0.1 nats of ln 65. The initialisation or the scale of the "
             "logits is off: the weights start with std 0.02 and zero biases, so the logits "
             "start near 0; look for anything that enlarges the embeddings or the logits.",
-            "untrained.loss_far_from_ln_65",
+            UNTRAINED.code("loss_far_from_ln_65"),
         )
     passed(
+        UNTRAINED,
         f"Test loss of {label}: {nats:.4f} nats, within 0.1 of ln 65 = "
-        f"{LN_VOCAB:.4f}: it guesses almost uniformly, as a model that knows nothing should."
+        f"{LN_VOCAB:.4f}: it guesses almost uniformly, as a model that knows nothing should.",
     )
     return nats

@@ -8,8 +8,6 @@ Challenge A does not count twice; `whole_model` then runs both of yours together
 
 from __future__ import annotations
 
-import contextlib
-import io
 import math
 
 import torch
@@ -23,7 +21,6 @@ from ._core import (
     Forbidden,
     call,
     close,
-    code,
     expect_unchanged,
     forbid,
     judge,
@@ -32,11 +29,8 @@ from ._core import (
     snapshot,
     unchanged,
 )
-from .leak import model_leak_test as _model_leak_test
-
-EXA = "Challenge A (MyMultiHeadAttention)"
-EXB = "Challenge B (MyBlock)"
-WHOLE = "The model built from your blocks (Challenges A and B)"
+from .codes import EX6A, EX6B, WHOLE, Exercise
+from .leak import measure_leak as _measure_leak
 
 _Block = _model.Block
 _GPTConfig = _model.GPTConfig
@@ -52,7 +46,7 @@ _Tensor = torch.Tensor
 _Module = nn.Module
 
 forbid(
-    EXA,
+    EX6A,
     Forbidden(
         "the package's layer (tl.MultiHeadAttention)",
         "uses_package_layer",
@@ -70,7 +64,7 @@ forbid(
     ),
 )
 forbid(
-    EXB,
+    EX6B,
     Forbidden(
         "the package's block (tl.Block)",
         "uses_package_block",
@@ -90,32 +84,36 @@ def _inputs(seed: int, B: int, T: int, d_model: int, scale: float = 1.0, shift: 
     return scale * _randn(B, T, d_model, generator=g) + shift
 
 
-def _construct(exercise: str, cls, config):
+def _construct(exercise: Exercise, cls, config):
     try:
         module = call(exercise, cls, config)
     except CheckFailed as failure:
-        if "MyMultiHeadAttention" in failure.message and "NameError" in failure.message:
+        if (
+            exercise.name == EX6B.name
+            and "NameError" in failure.message
+            and "MyMultiHeadAttention" in failure.message
+        ):
             raise CheckFailed(
                 f"{exercise}: MyBlock could not be built because MyMultiHeadAttention is not "
                 "defined: run the cell of Challenge A first (it may still be unfinished).",
-                code(exercise, "attention_cell_not_run"),
+                exercise.code("attention_cell_not_run"),
             ) from None
         raise
     if not isinstance(module, _Module):
         raise CheckFailed(
             f"{exercise}: {cls.__name__}(config) should build an nn.Module.",
-            code(exercise, "not_a_module"),
+            exercise.code("not_a_module"),
         )
     return module
 
 
-def _load(exercise: str, mine: nn.Module, ref: nn.Module) -> None:
+def _load(exercise: Exercise, mine: nn.Module, ref: nn.Module) -> None:
     """Same parameter count and names as the package's layer; then copy its weights into yours."""
     if _count(mine) != _count(ref):
         raise CheckFailed(
             f"{exercise}: your layer holds {_count(mine):,} parameters, the package's "
             f"{_count(ref):,}. Keep __init__ as it was given: only forward is yours to write.",
-            code(exercise, "wrong_param_count"),
+            exercise.code("wrong_param_count"),
         )
     try:
         mine.load_state_dict(ref.state_dict())
@@ -124,7 +122,7 @@ def _load(exercise: str, mine: nn.Module, ref: nn.Module) -> None:
             f"{exercise}: the package's weights do not fit your layer by name ({err}). Keep "
             "__init__ as it was given, so that the check can copy W_Q, W_K, W_V, proj, ln1, "
             "ln2 and ffn into it.",
-            code(exercise, "wrong_param_names"),
+            exercise.code("wrong_param_names"),
         ) from None
 
 
@@ -229,7 +227,7 @@ def _mha_mistakes(ref, H) -> dict[str, tuple[str, torch.Tensor]]:
     }
 
 
-def _layer_leak(exercise: str, mine, H, out, t0: int) -> float:
+def _layer_leak(exercise: Exercise, mine, H, out, t0: int) -> float:
     """How far your outputs before t0 move when only the input at t0 changes."""
     changed = H.clone()
     changed[:, t0] = changed[:, t0] + 1.0
@@ -241,13 +239,13 @@ def _layer_leak(exercise: str, mine, H, out, t0: int) -> float:
     return (moved[:, :t0] - out[:, :t0]).abs().max().item()
 
 
-def _mha_result(result, B: int, T: int, config, exercise: str):
+def _mha_result(result, B: int, T: int, config, exercise: Exercise):
     """(output, A) from the student's result, or a failure naming what is wrong with its form."""
     if not isinstance(result, tuple) or len(result) != 2:
         raise CheckFailed(
             f"{exercise}: forward should return the pair (output, A) like the package's "
             f"layer, got {type(result).__name__}.",
-            code(exercise, "not_a_pair"),
+            exercise.code("not_a_pair"),
         )
     out, A = result
     d_model = config.d_model
@@ -256,31 +254,31 @@ def _mha_result(result, B: int, T: int, config, exercise: str):
         raise CheckFailed(
             f"{exercise}: the output should be a tensor of shape (B, T, d_model) = "
             f"{(B, T, d_model)}, got {got}.",
-            code(exercise, "wrong_shape"),
+            exercise.code("wrong_shape"),
         )
     return out, A
 
 
-def _check_weights(exercise: str, A, ref_A, B: int, h: int, T: int) -> None:
+def _check_weights(exercise: Exercise, A, ref_A, B: int, h: int, T: int) -> None:
     if type(A) is _Tensor and tuple(A.shape) == (B, T, T) and close(A, ref_A.mean(1)):
         raise CheckFailed(
             f"{exercise}: the output is right, but A is averaged over the heads (as "
             "nn.MultiheadAttention does by default): return every head's weights, shape "
             f"(B, n_heads, T, T) = {(B, h, T, T)}.",
-            code(exercise, "weights_averaged_over_heads"),
+            exercise.code("weights_averaged_over_heads"),
         )
     if type(A) is not _Tensor or tuple(A.shape) != (B, h, T, T):
         got = tuple(A.shape) if type(A) is _Tensor else type(A).__name__
         raise CheckFailed(
             f"{exercise}: the output is right, but the second value should be A, the weights "
             f"of every head, shape (B, n_heads, T, T) = {(B, h, T, T)} (got {got}).",
-            code(exercise, "wrong_weights_shape"),
+            exercise.code("wrong_weights_shape"),
         )
     if not close(A, ref_A):
         raise CheckFailed(
             f"{exercise}: the output is right but A is not the weights your heads used "
             "(softmax of the masked, scaled scores, one (T, T) matrix per head).",
-            code(exercise, "wrong_weights"),
+            exercise.code("wrong_weights"),
         )
 
 
@@ -292,30 +290,30 @@ def _case(config, B: int, T: int) -> str:
 
 def _check_mha(cls, config, B: int, T: int, seed: int, dropout_check=False) -> None:
     case = _case(config, B, T)
-    exercise = f"{EXA} ({case})"
+    exercise = EX6A.at(case)
     torch.manual_seed(seed)
     ref = _MultiHeadAttention(config).eval()
-    mine = _construct(EXA, cls, config)
-    _load(EXA, mine, ref)
+    mine = _construct(EX6A, cls, config)
+    _load(EX6A, mine, ref)
     mine.eval()
     H = _inputs(seed + 100, B, T, config.d_model)
     before = snapshot(H)
     with _no_grad():
-        result = call(EXA, mine, H)
+        result = call(EX6A, mine, H)
         ref_out, ref_A = ref(H, need_weights=True)
     expect_unchanged(exercise, before, (H,), "forward changed its input H in place.")
     out, A = _mha_result(result, B, T, config, exercise)
     with _no_grad():
-        same_in_eval(exercise, mine, out, call(EXA, mine, H))
+        same_in_eval(exercise, mine, out, call(EX6A, mine, H))
 
     def reads_future_or_differs(gap: float) -> CheckFailed | str:
-        leak = _layer_leak(EXA, mine, H, out, T // 2) if T > 1 else 0.0
+        leak = _layer_leak(EX6A, mine, H, out, T // 2) if T > 1 else 0.0
         if leak != 0.0:
             return CheckFailed(
                 f"{exercise}: changing the input at position {T // 2} moved earlier outputs by "
                 f"up to {leak:.3g}: your layer reads the future. Check the causal mask (True = "
                 "may read, applied to the scores before the softmax).",
-                code(EXA, "reads_future"),
+                EX6A.code("reads_the_future"),
             )
         return (
             f"the output differs from the package's layer by up to {gap:.3g}. Follow the "
@@ -333,12 +331,12 @@ def _check_mha(cls, config, B: int, T: int, seed: int, dropout_check=False) -> N
         otherwise=reads_future_or_differs,
     )
     _check_weights(exercise, A, ref_A, B, config.n_heads, T)
-    leak = _layer_leak(EXA, mine, H, out, T // 2) if T > 1 else 0.0
+    leak = _layer_leak(EX6A, mine, H, out, T // 2) if T > 1 else 0.0
     if leak != 0.0:
         raise CheckFailed(
             f"{exercise}: changing the input at position {T // 2} moved earlier outputs by up "
             f"to {leak:.3g}; they must not move at all.",
-            code(EXA, "reads_future"),
+            EX6A.code("reads_the_future"),
         )
     if dropout_check:
         _check_dropout(mine, H, out, case)
@@ -349,16 +347,16 @@ def _check_dropout(mine, H, eval_out, case: str) -> None:
     try:
         torch.manual_seed(0)
         with _no_grad():
-            result = call(EXA, mine, H)
+            result = call(EX6A, mine, H)
     finally:
         mine.eval()
     train_out = result[0] if isinstance(result, tuple) else result
     if type(train_out) is _Tensor and _equal(train_out, eval_out):
         raise CheckFailed(
-            f"{EXA} ({case}): in training mode your layer gives exactly its evaluation-mode "
+            f"{EX6A} ({case}): in training mode your layer gives exactly its evaluation-mode "
             "output, so self.drop is never applied. The package applies it to the output of "
             "self.proj.",
-            code(EXA, "no_dropout"),
+            EX6A.code("no_dropout"),
         )
 
 
@@ -367,9 +365,10 @@ def challenge_a(MyMultiHeadAttention) -> None:
     _check_mha(MyMultiHeadAttention, config, 3, 10, 0, True)
     _check_mha(MyMultiHeadAttention, config, 2, 33, 1)
     passed(
-        f"{EXA}: same parameters as the package's layer ({_count(_MultiHeadAttention(config)):,}), "
-        "same output and weights A with its weights copied in, and no output moves when a later "
-        "input changes."
+        EX6A,
+        f"{EX6A}: same parameters as the package's layer "
+        f"({_count(_MultiHeadAttention(config)):,}), same output and weights A with its weights "
+        "copied in, and no output moves when a later input changes.",
     )
 
 
@@ -389,7 +388,7 @@ def challenge_a_hidden(MyMultiHeadAttention) -> None:
     )
     for config, B, T, seed in cases:
         _check_mha(MyMultiHeadAttention, config, B, T, seed)
-    passed(f"{EXA} (further cases): {_further(cases)}.")
+    passed(EX6A, f"{EX6A} (further cases): {_further(cases)}.")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -517,7 +516,7 @@ class _Stack(nn.Module):
         return self.gpt.W_o(self.gpt.ln_f(H))
 
 
-def _blocks_for(exercise: str, cls, gpt) -> list:
+def _blocks_for(exercise: Exercise, cls, gpt) -> list:
     """One of the student's blocks per block of `gpt`, on the package's attention layer, with
     `gpt`'s weights."""
     blocks = []
@@ -529,48 +528,43 @@ def _blocks_for(exercise: str, cls, gpt) -> list:
     return blocks
 
 
-def _quiet_leak_test(model, label: str) -> float:
-    with contextlib.redirect_stdout(io.StringIO()):
-        return _model_leak_test(model, label)
-
-
 def _check_block(cls, config, B: int, T: int, seed: int) -> None:
-    exercise = f"{EXB} ({_case(config, B, T)})"
+    exercise = EX6B.at(_case(config, B, T))
     torch.manual_seed(seed)
     ref = _Block(config).eval()
     _randomize_norms(ref, seed)
-    mine = _construct(EXB, cls, config)
+    mine = _construct(EX6B, cls, config)
     if _count(mine) != _count(ref):
-        _load(EXB, mine, ref)  # raises with the two counts
+        _load(EX6B, mine, ref)  # raises with the two counts
     mine.attn = _MultiHeadAttention(config)  # grade the block alone, on the package's attention
-    _load(EXB, mine, ref)
+    _load(EX6B, mine, ref)
     mine.eval()
     H = _inputs(seed + 100, B, T, config.d_model, scale=2.0, shift=0.5)
     before = snapshot(H)
     with _no_grad():
-        out = call(EXB, mine, H)
+        out = call(EX6B, mine, H)
         ref_out, _ = ref(H)
     if not unchanged(before, (H,)):
         raise CheckFailed(
             f"{exercise}: forward changed its input H in place (`H += ...`). Write "
             "H = H + ... instead: the caller may still need the block's input.",
-            code(EXB, "in_place_add"),
+            EX6B.code("in_place_add"),
         )
     if isinstance(out, tuple):
         raise CheckFailed(
             f"{exercise}: forward should return the new H only, a tensor (B, T, d_model); "
             "you returned a tuple. Unpack the attention layer's (output, A) inside the block.",
-            code(EXB, "returns_tuple"),
+            EX6B.code("returns_tuple"),
         )
     if type(out) is not _Tensor or tuple(out.shape) != (B, T, config.d_model):
         got = tuple(out.shape) if type(out) is _Tensor else type(out).__name__
         raise CheckFailed(
             f"{exercise}: forward should return a tensor of shape (B, T, d_model) = "
             f"{(B, T, config.d_model)}, got {got}.",
-            code(EXB, "wrong_shape"),
+            EX6B.code("wrong_shape"),
         )
     with _no_grad():
-        same_in_eval(exercise, mine, out, call(EXB, mine, H))
+        same_in_eval(exercise, mine, out, call(EX6B, mine, H))
 
     def mixes_positions_or_differs(gap: float) -> str:
         _block_leak_test(cls, config, seed)
@@ -593,15 +587,15 @@ def _block_leak_test(cls, config, seed: int) -> None:
     small = _GPTConfig(d_model=config.d_model, n_heads=config.n_heads, n_layers=2, T_max=32)
     torch.manual_seed(seed)
     gpt = _MiniGPT(small).eval()
-    stack = _Stack(gpt, _blocks_for(EXB, cls, gpt)).eval()
+    stack = _Stack(gpt, _blocks_for(EX6B, cls, gpt)).eval()
     try:
-        _quiet_leak_test(stack, "a stack of two of your blocks")
+        _measure_leak(stack, "a stack of two of your blocks", None)
     except CheckFailed as failure:
         raise CheckFailed(
-            f"{EXB}: {failure.message} In a block only attention may mix positions: LayerNorm "
+            f"{EX6B}: {failure.message} In a block only attention may mix positions: LayerNorm "
             "acts on each position's vector alone (the last axis), and so does the feed-forward "
             "layer.",
-            code(EXB, "mixes_positions"),
+            EX6B.code("reads_the_future"),
         ) from None
 
 
@@ -611,9 +605,10 @@ def challenge_b(MyBlock) -> None:
     _check_block(MyBlock, config, 2, 24, 1)
     _block_leak_test(MyBlock, config, 2)
     passed(
-        f"{EXB}: same parameters as the package's Block ({_count(_Block(config)):,}), same "
+        EX6B,
+        f"{EX6B}: same parameters as the package's Block ({_count(_Block(config)):,}), same "
         "output with its weights copied in (run here on the package's attention layer), and a "
-        "stack of your blocks passes the leak test."
+        "stack of your blocks passes the leak test.",
     )
 
 
@@ -626,7 +621,7 @@ def challenge_b_hidden(MyBlock) -> None:
     for config, B, T, seed in cases:
         _check_block(MyBlock, config, B, T, seed)
     _block_leak_test(MyBlock, cases[0][0], 10)
-    passed(f"{EXB} (further cases): {_further(cases)}, leak test.")
+    passed(EX6B, f"{EX6B} (further cases): {_further(cases)}, leak test.")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -648,17 +643,18 @@ def whole_model(my_model, gpt) -> None:
         raise CheckFailed(
             f"Your model should return logits of shape {tuple(theirs.shape)}: check that MyBlock "
             "returns the new H only.",
-            code(WHOLE, "wrong_logits_shape"),
+            WHOLE.code("wrong_logits_shape"),
         )
     gap = (mine.double() - theirs.double()).abs().max().item()
     if not close(mine, theirs, atol=1e-4, rtol=1e-4):
         raise CheckFailed(
             f"With your blocks the logits differ from the model's by up to {gap:.3g}: one of the "
             "two challenges above does not pass yet; run their checks first.",
-            code(WHOLE, "logits_differ"),
+            WHOLE.code("logits_differ"),
         )
-    _quiet_leak_test(my_model, "the model built from your blocks")
+    _measure_leak(my_model, "the model built from your blocks", None)
     passed(
+        WHOLE,
         f"The model built from your blocks and your attention layers gives the same logits as "
-        f"the package's (largest difference {gap:.1e}) and passes the leak test."
+        f"the package's (largest difference {gap:.1e}) and passes the leak test.",
     )

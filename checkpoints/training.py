@@ -9,10 +9,9 @@ import torch
 
 from transformer_lab.model import GPTConfig
 
-from ._core import CheckFailed, call, code, expect_unchanged, passed, snapshot
+from ._core import CheckFailed, call, expect_unchanged, passed, snapshot
+from .codes import EX4, TRIGRAM
 
-EX4 = "Exercise 4"
-_TRIGRAM = "The comparison with the trigram"  # not an exercise: its codes are check.<name>
 _log_softmax = torch.log_softmax
 _LN2 = math.log(2)
 _LAB = GPTConfig()  # the lab's vocabulary and window
@@ -118,7 +117,7 @@ def _case(fn, logits, targets, case: str) -> None:
     before = snapshot(logits, targets)
     result = call(EX4, fn, logits, targets)
     expect_unchanged(
-        f"{EX4} ({case})",
+        EX4.at(case),
         before,
         (logits, targets),
         "your function changed logits or targets in place (`logits -= ...`, or a method "
@@ -127,20 +126,20 @@ def _case(fn, logits, targets, case: str) -> None:
     )
     if not isinstance(result, tuple) or len(result) != 3:
         raise CheckFailed(
-            f"{EX4}: return the triple (nats, perplexity, bits).", code(EX4, "not_a_triple")
+            f"{EX4}: return the triple (nats, perplexity, bits).", EX4.code("not_a_triple")
         )
     if any(type(x) is not float for x in result):
         kinds = ", ".join(type(x).__name__ for x in result)
         raise CheckFailed(
             f"{EX4}: return three Python floats, got ({kinds}); call .item() on a 0-d tensor.",
-            code(EX4, "not_floats"),
+            EX4.code("not_floats"),
         )
     expected = _reference(logits, targets)
     if _agree(result, expected):
         return
     for name, (diagnosis, wrong) in _mistakes(logits, targets).items():
         if _agree(result, wrong):
-            raise CheckFailed(f"{EX4} ({case}): {diagnosis}.", code(EX4, name))
+            raise CheckFailed(f"{EX4} ({case}): {diagnosis}.", EX4.code(name))
     names = ("nats", "perplexity", "bits")
     wrong = [
         f"{n} {r:.4f} (expected {e:.4f})"
@@ -148,7 +147,7 @@ def _case(fn, logits, targets, case: str) -> None:
         if not math.isclose(r, e, rel_tol=1e-4, abs_tol=1e-5)
     ]
     raise CheckFailed(
-        f"{EX4} ({case}): {', '.join(wrong)}. Re-read Equation 15.", code(EX4, "wrong_values")
+        f"{EX4} ({case}): {', '.join(wrong)}. Re-read Equation 15.", EX4.code("wrong_values")
     )
 
 
@@ -165,7 +164,7 @@ def exercise_4(lm_metrics) -> None:
     _case(lm_metrics, uniform, targets, f"uniform logits over {V} characters: ln {V} nats")
     for seed, B, T in ((1, 4, 8), (2, 3, 16)):
         _case(lm_metrics, *_inputs(seed, B, T, V), f"random logits, B = {B}, T = {T}")
-    passed(f"{EX4}: the mean cross-entropy in nats, exp(nats) and nats / ln 2 (Equation 15).")
+    passed(EX4, f"{EX4}: the mean cross-entropy in nats, exp(nats) and nats / ln 2 (Equation 15).")
 
 
 def exercise_4_hidden(lm_metrics) -> None:
@@ -173,7 +172,7 @@ def exercise_4_hidden(lm_metrics) -> None:
     _case(lm_metrics, *_inputs(10, 1, 1, 7), "B = T = 1, 7 classes")
     _case(lm_metrics, *_inputs(11, 5, 3, 11, torch.float64), "float64")
     _case(lm_metrics, *_inputs(12, 2, T_max, V), f"a full window of T_max = {T_max}")
-    passed(f"{EX4} (further cases): single positions, float64, full windows.")
+    passed(EX4, f"{EX4} (further cases): single positions, float64, full windows.")
 
 
 def gpt_well_below_trigram(gpt_nats: float, trigram_nats: float, budget: str) -> None:
@@ -186,6 +185,9 @@ def gpt_well_below_trigram(gpt_nats: float, trigram_nats: float, budget: str) ->
             f"The mini-GPT scored {gpt_nats:.4f} nats against the trigram's "
             f"{trigram_nats:.4f}: a trained model should be well below the counts. Was it "
             "trained (loss curve falling?), and does evaluation use the trained weights?",
-            code(_TRIGRAM, "gpt_not_below_trigram"),
+            TRIGRAM.code("not_well_below"),
         )
-    passed(f"The mini-GPT ({gpt_nats:.4f} nats) is well below the trigram ({trigram_nats:.4f}).")
+    passed(
+        TRIGRAM,
+        f"The mini-GPT ({gpt_nats:.4f} nats) is well below the trigram ({trigram_nats:.4f}).",
+    )

@@ -1,4 +1,8 @@
-"""Grading tools for instructors: release, collect, autograde, feedback, export (nbgrader)."""
+"""Grading tools for instructors, on nbgrader, in two rooms: engine/ executes and scores notebooks
+(everything that can change a score, and so the rerun key); term/ is everything around it that
+only reads scores (roster, collect, due dates and lateness, copies, reports, grade sheets,
+feedback, the formgrader). The CLI (`python -m grader`), the course folder and the nbgrader
+configuration are shared, here at the top."""
 
 import sys
 

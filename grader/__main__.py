@@ -3,26 +3,24 @@
     python -m grader roster students.csv     the class (nbgrader's, Canvas's or Moodle's CSV)
     python -m grader collect SUBMISSIONS     a folder or zip of downloads -> submitted/
     python -m grader collect-pin ID NB HASH  choose which kept file of a notebook counts
-    python -m grader autograde --workers 2   preflight, execute, score -> gradebook
+    python -m grader autograde               preflight, execute, score -> gradebook; lateness
     python -m grader feedback                HTML per student, hidden tests left out
     python -m grader export                  reports/grades.csv, gradesheet.csv, canvas_import.csv
-    python -m grader report                  reports/class.md: pass rates and common mistakes
+    python -m grader class-report            reports/class.md: pass rates and common mistakes
     python -m grader formgrader              nbgrader's formgrader: grade the written answer
 
 Every command takes --course (default $TRANSFORMER_LAB_COURSE, else ~/transformer-lab-course)
-and writes its report to reports/. The release itself is built from solutions/ by
+and writes what it did to reports/: collect's table, autograde's scores table, the class
+report. The release itself is built from solutions/ by
 `make release` (python -m maintainer.notebook_build).
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 
-from . import autograde as grading
-from . import collect as collecting
 from .course import (
     COURSE,
     COURSE_ENV,
@@ -32,6 +30,9 @@ from .course import (
     nbgrader,
     nbgrader_api,
 )
+from .engine import autograde as engine
+from .term import collect as collecting
+from .term import scores
 
 
 def feedback(course: Path) -> None:
@@ -41,6 +42,34 @@ def feedback(course: Path) -> None:
             result = api.generate_feedback(name, force=True)
             if not result["success"]:
                 raise GradingError(f"feedback for {name} failed:\n{result['error']}")
+
+
+def add_autograde(commands) -> None:
+    """`autograde`'s options: the engine's limits, where jobs run, and which submissions."""
+    auto = commands.add_parser(
+        "autograde", help="grade everything in submitted/, then settle lateness"
+    )
+    auto.add_argument(
+        "--workers", type=int, default=engine.WORKERS, help="jobs at a time (default: the cores)"
+    )
+    auto.add_argument(
+        "--cell-timeout", type=int, default=cell_timeout(), help="seconds (nbgrader_config.py)"
+    )
+    auto.add_argument("--notebook-timeout", type=int, default=engine.NOTEBOOK_TIMEOUT)
+    auto.add_argument("--memory-gb", type=float, default=engine.MEMORY_GB)
+    auto.add_argument("--force", action="store_true", help="regrade unchanged submissions too")
+    auto.add_argument(
+        "--scheduler", help="run the jobs on a Dask cluster: its scheduler, tcp://HOST:PORT"
+    )
+    auto.add_argument("--student", nargs="+", help="only these students")
+    auto.add_argument("--notebook", nargs="+", help="only these notebooks (NN_topic)")
+    # nbgrader's word for a notebook, for hands used to `nbgrader autograde --assignment`.
+    auto.add_argument("--assignment", nargs="+", dest="notebook", help=argparse.SUPPRESS)
+    auto.add_argument(
+        "--no-sandbox",
+        action="store_true",
+        help="run notebooks without bubblewrap, with your own rights (trusted notebooks only)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -75,26 +104,9 @@ def build_parser() -> argparse.ArgumentParser:
     pin.add_argument("--unpin", action="store_true", help="back to the rule: the newest counts")
     roster = commands.add_parser("roster", help="load the class list into the gradebook")
     roster.add_argument("csv", type=Path, help="nbgrader's student CSV, or Canvas's or Moodle's")
-    auto = commands.add_parser("autograde", help="grade everything in submitted/")
-    auto.add_argument("--workers", type=int, default=os.cpu_count() or 1)
-    auto.add_argument(
-        "--cell-timeout", type=int, default=cell_timeout(), help="seconds (nbgrader_config.py)"
-    )
-    auto.add_argument("--notebook-timeout", type=int, default=grading.NOTEBOOK_TIMEOUT)
-    auto.add_argument("--memory-gb", type=float, default=grading.MEMORY_GB)
-    auto.add_argument("--force", action="store_true", help="regrade unchanged submissions too")
-    auto.add_argument(
-        "--scheduler", help="run the jobs on a Dask cluster: its scheduler, tcp://HOST:PORT"
-    )
-    auto.add_argument("--student", nargs="+", help="only these students")
-    auto.add_argument("--assignment", nargs="+", help="only these notebooks")
-    auto.add_argument(
-        "--no-sandbox",
-        action="store_true",
-        help="run notebooks without bubblewrap, with your own rights (trusted notebooks only)",
-    )
+    add_autograde(commands)
     commands.add_parser("feedback", help="HTML feedback in feedback/, hidden tests left out")
-    report = commands.add_parser("report", help="the class report of common mistakes")
+    report = commands.add_parser("class-report", help="the class report of common mistakes")
     report.add_argument(
         "--names", action="store_true", help="name the students behind each mistake (not for class)"
     )
@@ -117,13 +129,13 @@ def collect_command(args: argparse.Namespace, course: Path) -> None:
 
 
 def collect_pin_command(args: argparse.Namespace, course: Path) -> None:
-    from .collected import pin_command
+    from .term.collected import pin_command
 
     print(pin_command(course, args.student, args.notebook, args.hash, args.unpin))
 
 
 def roster_command(args: argparse.Namespace, course: Path) -> None:
-    from .roster import ROSTER_FILE, import_roster
+    from .term.roster import ROSTER_FILE, import_roster
 
     rows, new = import_roster(course, args.csv)
     print(f"{rows} students on the roster ({new} new) in {course / 'gradebook.db'}")
@@ -131,7 +143,7 @@ def roster_command(args: argparse.Namespace, course: Path) -> None:
 
 
 def autograde_command(args: argparse.Namespace, course: Path) -> None:
-    outcomes = grading.autograde(
+    outcomes = scores.autograde(
         course,
         workers=args.workers,
         cell_timeout=args.cell_timeout,
@@ -139,16 +151,16 @@ def autograde_command(args: argparse.Namespace, course: Path) -> None:
         memory_gb=args.memory_gb,
         force=args.force,
         students=args.student,
-        only=args.assignment,
+        notebooks=args.notebook,
         sandboxed=not args.no_sandbox,
         scheduler=args.scheduler,
     )
-    print(grading.summary(outcomes))
+    print(scores.summary(outcomes))
     print(f"report: {course / 'reports' / 'autograde.md'}")
 
 
 def feedback_command(args: argparse.Namespace, course: Path) -> None:
-    from .bundles import bundle_feedback
+    from .term.bundles import bundle_feedback
 
     feedback(course)
     print(f"feedback in {course / 'feedback'}")
@@ -156,21 +168,21 @@ def feedback_command(args: argparse.Namespace, course: Path) -> None:
     print(f"{len(bundles)} feedback bundles in {course / 'reports' / 'feedback_bundles'}")
 
 
-def report_command(args: argparse.Namespace, course: Path) -> None:
-    from .class_report import class_report
+def class_report_command(args: argparse.Namespace, course: Path) -> None:
+    from .term.class_report import class_report
 
     for path in class_report(course, names=args.names):
         print(f"wrote {path}")
 
 
 def formgrader_command(args: argparse.Namespace, course: Path) -> None:
-    from .formgrader import main as formgrader
+    from .term.formgrader import main as formgrader
 
     formgrader(course, args.port)
 
 
 def export_command(args: argparse.Namespace, course: Path) -> None:
-    from .gradesheet import write as write_gradesheets
+    from .term.gradesheet import write as write_gradesheets
 
     target = (args.to or course / "reports" / "grades.csv").resolve()
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -186,7 +198,7 @@ COMMANDS = {
     "roster": roster_command,
     "autograde": autograde_command,
     "feedback": feedback_command,
-    "report": report_command,
+    "class-report": class_report_command,
     "formgrader": formgrader_command,
     "export": export_command,
 }
@@ -196,7 +208,7 @@ def main(argv: list[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
     try:
         COMMANDS[args.command](args, args.course.resolve())
-    except grading.Interrupted as stop:
+    except engine.Interrupted as stop:
         # Ctrl-C is expected here: one line on what was kept, no traceback, the shell's 128 + 2.
         print(f"grader {args.command}: {stop}", file=sys.stderr)
         sys.exit(130)

@@ -26,6 +26,7 @@ from pathlib import Path
 import nbformat
 
 GRADER = Path(__file__).resolve().parent
+ROOT = GRADER.parent  # the checkout
 # A term's grades (hand grades in gradebook.db, submissions, feedback) live outside the
 # checkout, so that `git clean -xdf`, a fresh clone or deleting the checkout cannot take them.
 COURSE_ENV = "TRANSFORMER_LAB_COURSE"

@@ -22,13 +22,13 @@ c.Execute.timeout = 60
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 # Feedback shows each check's result and diagnosis, not the hidden tests' code.
 c.GenerateFeedback.preprocessors = [
-    "grader.preprocessors.HideHiddenTests",
+    "grader.engine.preprocessors.HideHiddenTests",
     "nbgrader.preprocessors.GetGrades",
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
 ]
 # Notebooks run only in the sandbox, through `python -m grader autograde`: nbgrader's own
 # autograde (the formgrader's Autograde button) refuses with a message saying so.
-c.Autograde.exporter_class = "grader.formgrader.SandboxOnly"
+c.Autograde.exporter_class = "grader.term.formgrader.SandboxOnly"
 # `nbgrader export` writes what the grade sheet has: the notebooks that count, a quarantined or
 # failed notebook with no score rather than 0, and a status column.
-c.ExportApp.plugin_class = "grader.gradesheet.NbgraderCsv"
+c.ExportApp.plugin_class = "grader.term.gradesheet.NbgraderCsv"

@@ -22,8 +22,8 @@ from pathlib import Path
 
 import nbformat
 
-from grader import autograde as grading
-from grader import collect
+from grader.engine import autograde as grading
+from grader.term import collect
 from maintainer.fabricated_class import (
     NAMES,
     WRONG_ATTENTION,
@@ -73,7 +73,7 @@ def run(label: str, course: Path, **kwargs) -> tuple[list, float, float]:
         setattr(grading, name, _timed(fn, name, spent))
     start = time.perf_counter()
     try:
-        outcomes = grading.autograde(course, **SETTINGS, **kwargs)
+        outcomes = grading.grade(course, **SETTINGS, **kwargs)
     finally:
         for name, fn in originals.items():
             setattr(grading, name, fn)

@@ -1,4 +1,5 @@
-"""The corpus that grader/copies.py's threshold is measured on, and the time for a class of 200.
+"""The corpus that grader/term/copies.py's threshold is measured on, and the time for a class of
+200.
 
     python -m maintainer.copy_corpus            FP/FN per exercise, then the 200-student time
 
@@ -30,7 +31,7 @@ from typing import NamedTuple
 
 import nbformat
 
-from grader import copies
+from grader.term import copies
 from maintainer.fabricated_class import NAMES, release
 from transformer_lab import attention as tl_attention
 from transformer_lab import model as tl_model

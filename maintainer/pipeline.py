@@ -42,7 +42,7 @@ from pathlib import Path
 import torch
 
 from grader.course import TRAINING_NOTEBOOK
-from grader.supervisor import ctrl_c_waits
+from grader.ctrl_c import ctrl_c_waits
 from transformer_lab.baselines import device_class, run_key
 from transformer_lab.runtime import (
     BUDGETS,

@@ -202,7 +202,7 @@ def softmax_then_zero(Q, K, V, allowed):
 
 
 failure = check.leak_demo(softmax_then_zero)  # the leak test, with the right mask
-assert failure.code == "ex2.leak_to_earlier", failure  # the leak, not some other failure
+assert failure.code == "ex2.reads_the_future", failure  # the leak, not some other failure
 print(f"The leak test fails, as it should:\n{failure}")
 
 # %% [markdown]

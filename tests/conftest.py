@@ -3,50 +3,35 @@ from pathlib import Path
 
 import pytest
 import torch
+from paths import ROOT, SHARED
 
 from transformer_lab.data import OVERRIDE_ENV, load_corpus
 
-SHARED_CORPUS = Path(__file__).resolve().parents[2] / "shared" / "data" / "tinyshakespeare.txt"
+SHARED_CORPUS = SHARED / "data" / "tinyshakespeare.txt"
 
 # Tests never download: they read the course's copy beside the checkout unless told otherwise.
 if not os.environ.get(OVERRIDE_ENV) and SHARED_CORPUS.is_file():
     os.environ[OVERRIDE_ENV] = str(SHARED_CORPUS)
 
 
-# Files whose tests execute notebooks, grade in the sandbox or train models: `make test-quick`
-# leaves them out (marked `heavy` here, so a new test in them is heavy without a decorator).
-# Longest first: `make test` hands files to its workers in this order, so that no long file
-# starts last and runs on alone (`--no-loadscope-reorder` keeps pytest-xdist from sorting the
-# files by their number of tests instead).
-HEAVY = (
-    "test_grading",
-    "test_fresh_runtime",
-    "test_devices",
-    "test_pipeline",
-    "test_sandbox",
-    "test_dask_cluster",
-    "test_whole_term",
-    "test_notebooks",
-    "test_term",
-    "test_autograde_interrupt",
-    "test_formgrader",
-    "test_gradesheet",
-    "test_train",
-    "test_deadlines",
-    "test_roster",
-    "test_bench",
-)
+# A file whose tests execute notebooks, grade in the sandbox or train models says so at its top,
+# `pytestmark = pytest.mark.heavy(order=N)`: `make test-quick` leaves it out. N is its place among
+# the heavy files, longest first (`make test --durations`): `make test` hands files to its workers
+# in this order, so that no long file starts last and runs on alone (`--no-loadscope-reorder`
+# keeps pytest-xdist from sorting the files by their number of tests instead).
+def heavy_order(item) -> float:
+    """Where an item's file comes: a heavy file's order, every other file after the heavy ones."""
+    marker = item.get_closest_marker("heavy")
+    return marker.kwargs["order"] if marker else float("inf")
 
 
 def pytest_collection_modifyitems(items):
-    def module(item) -> str:
-        return item.module.__name__.rpartition(".")[2]
-
     for item in items:
-        if module(item) in HEAVY:
-            item.add_marker(pytest.mark.heavy)
+        marker = item.get_closest_marker("heavy")
+        if marker and set(marker.kwargs) != {"order"}:
+            raise pytest.UsageError(f"{item.nodeid}: mark the file, heavy(order=N), not a test")
     # A stable sort: the heavy files first, the rest after, each file's tests in their order.
-    items.sort(key=lambda item: HEAVY.index(module(item)) if module(item) in HEAVY else len(HEAVY))
+    items.sort(key=heavy_order)
 
 
 # `make test` runs the files on parallel pytest workers (pytest-xdist, `--dist loadfile`: a file's
@@ -69,7 +54,6 @@ def _seed():
 
 
 GUARDED = ("checkpoints", "transformer_lab", "grader", "data")
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def _checkout_state() -> dict[str, bytes]:
@@ -101,14 +85,14 @@ def checkout_copy(folder: Path, monkeypatch) -> Path:
     grader runs from: a test may change or attack it without touching the real one."""
     import shutil
 
-    import grader.autograde
-    import grader.sandbox
+    import grader.engine.autograde
+    import grader.engine.sandbox
 
     skip = shutil.ignore_patterns("__pycache__", "course", "*.pyc")
     for name in GUARDED:
         shutil.copytree(ROOT / name, folder / name, ignore=skip)
-    monkeypatch.setattr(grader.sandbox, "ROOT", folder)
-    monkeypatch.setattr(grader.autograde, "ROOT", folder)
+    monkeypatch.setattr(grader.engine.sandbox, "ROOT", folder)
+    monkeypatch.setattr(grader.engine.autograde, "ROOT", folder)
     return folder
 
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 import re
 import textwrap
 from functools import cache
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from paths import ROOT
+
 REGION = re.compile(r"^([ \t]*)### BEGIN SOLUTION\n.*?^[ \t]*### END SOLUTION[ \t]*$", re.M | re.S)
 
 

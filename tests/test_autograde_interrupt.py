@@ -15,11 +15,15 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from grader import autograde as grading
-from grader import collect, sandbox
+import pytest
+from paths import ROOT
+
+from grader.engine import autograde as grading
+from grader.engine import sandbox
+from grader.term import collect
 from maintainer.fabricated_class import release
 
-ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.heavy(order=10)
 NAME = "01_attention"
 STUDENTS = ("ann", "bob", "cyd")  # graded in this order, one at a time
 SLOW = 10  # seconds bob's notebook sleeps: its job is still running when Ctrl-C comes
@@ -70,7 +74,7 @@ def test_ctrl_c_keeps_the_saved_scores_and_a_rerun_finishes(tmp_path):
     env = {**os.environ, "TL_INTERRUPT_TEST": marker, "TMPDIR": str(scratch)}
     command = [sys.executable, "-m", "grader", "--course", str(course), "autograde"]
     command += ["--workers", "1", "--cell-timeout", "60"]
-    command += [] if sandbox.problem() is None else ["--no-sandbox"]
+    command += [] if sandbox.why_no_sandbox() is None else ["--no-sandbox"]
 
     # A session of its own, so that the SIGINT goes to its whole group, as a terminal's does.
     grader = subprocess.Popen(

@@ -3,10 +3,10 @@ the recorded mini-GPT that notebooks 05 and 06 fall back on."""
 
 import json
 import re
-from pathlib import Path
 
 import pytest
 import torch
+from paths import ROOT
 
 from transformer_lab import MiniGPT, load_trained_gpt, save_gpt
 from transformer_lab.baselines import (
@@ -314,10 +314,7 @@ def test_with_one_seed_at_each_budget_there_is_no_verdict():
 
 def test_the_committed_baselines_read_as_they_are_recorded():
     """Every number of the lecture comparison, recomputed here from data/baselines.json."""
-    path = Path(__file__).resolve().parents[1] / "data" / "baselines.json"
-    if not path.is_file():
-        pytest.skip("no data/baselines.json recorded yet")
-    baselines = json.loads(path.read_text())
+    baselines = json.loads((ROOT / "data" / "baselines.json").read_text())  # committed
     text = lecture_comparison("cpu", baselines=baselines)
     found = recorded_budgets("cpu", baselines)
     spreads = {}

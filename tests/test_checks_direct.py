@@ -14,10 +14,11 @@ import threading
 import pytest
 import torch
 import torch.nn as nn
-from notebook_harness import ROOT, cell, cells, code_cells, inject, prelude
+from notebook_harness import cell, cells, code_cells, inject, prelude
+from paths import ROOT
 from zoo import run
 from zoo_nb01 import EX1
-from zoo_nb06 import EXA, EXB, STEM, mha
+from zoo_nb06 import EX6A, EX6B, STEM, mha
 
 import transformer_lab as tl
 from checkpoints import CheckFailed, NotDoneYet, positions, stretch, training
@@ -43,7 +44,7 @@ def unmasked(Q, K, V, allowed):
 @pytest.mark.parametrize(
     ("attention", "diagnosis", "expected_code"),
     [
-        (softmax_then_zero, "after the softmax", "ex2.leak_to_earlier"),
+        (softmax_then_zero, "after the softmax", "ex2.reads_the_future"),
         (unmasked, "above the diagonal", "ex2.leak_above_diagonal"),
     ],
 )
@@ -56,7 +57,7 @@ def test_leak_test_catches_leaky_attention(attention, diagnosis, expected_code):
 def test_the_leak_demo_shows_the_leak_not_the_package_mask():
     """The course's demonstration uses the package's mask: the demo is not the student's answer,
     so it shows the leak; a student's alias of that mask still fails as delegated."""
-    assert mask_check.leak_demo(softmax_then_zero).code == "ex2.leak_to_earlier"
+    assert mask_check.leak_demo(softmax_then_zero).code == "ex2.reads_the_future"
     assert mask_check.leak_demo(unmasked).code == "ex2.leak_above_diagonal"
     with pytest.raises(AssertionError, match="demonstrates nothing"):
         mask_check.leak_demo(tl.scaled_dot_product_attention)
@@ -86,7 +87,7 @@ def test_leak_test_on_an_attention_that_ignores_its_input():
 
     with pytest.raises(CheckFailed) as failure:
         mask_check.attention_leak_test(lower_triangle, attention=constant)
-    assert failure.value.code == "ex2.leak_nothing_changed"
+    assert failure.value.code == "ex2.ignores_input"
 
 
 # --- Order blindness and the untrained loss (notebook 03) -------------------------------------
@@ -190,7 +191,7 @@ def test_model_leak_test(model, expected):
 def test_the_trigram_comparison_at_a_real_budget():
     with pytest.raises(CheckFailed) as failure:
         training.gpt_well_below_trigram(2.0, 2.05, "quick")
-    assert failure.value.code == "check.gpt_not_below_trigram"
+    assert failure.value.code == "trigram.not_well_below"
 
 
 # --- The challenge's layer, block and whole model (notebook 06) -------------------------------
@@ -214,17 +215,29 @@ class RenamedLayer(nn.Module):
         self.inner = tl.MultiHeadAttention(config)
 
 
+class RenamedBlock(nn.Module):
+    """The block's layers, its feed-forward layer under another name."""
+
+    def __init__(self, config):
+        super().__init__()
+        given = tl.Block(config)
+        self.ln1, self.attn, self.ln2, self.mlp = given.ln1, given.attn, given.ln2, given.ffn
+
+
 @pytest.mark.parametrize(
-    ("cls", "expected"),
+    ("check", "cls", "expected"),
     [
-        (NotAModule, "exa.not_a_module"),
-        (ExtraLayer, "exa.wrong_param_count"),
-        (RenamedLayer, "exa.wrong_param_names"),
+        (stretch.challenge_a, NotAModule, "ex6a.not_a_module"),
+        (stretch.challenge_a, ExtraLayer, "ex6a.wrong_param_count"),
+        (stretch.challenge_a, RenamedLayer, "ex6a.wrong_param_names"),
+        (stretch.challenge_b, NotAModule, "ex6b.not_a_module"),
+        (stretch.challenge_b, ExtraLayer, "ex6b.wrong_param_count"),
+        (stretch.challenge_b, RenamedBlock, "ex6b.wrong_param_names"),
     ],
 )
-def test_a_layer_that_is_not_built_as_given(cls, expected):
+def test_a_layer_that_is_not_built_as_given(check, cls, expected):
     with pytest.raises(CheckFailed) as failure:
-        stretch.challenge_a(cls)
+        check(cls)
     assert failure.value.code == expected, str(failure.value)
 
 
@@ -232,9 +245,9 @@ def test_block_is_graded_without_counting_a_wrong_attention_layer(capsys):
     """A broken Challenge A (no causal mask) does not fail Challenge B's checkpoint."""
     namespace: dict = {"__name__": "__notebook__"}
     leaky = inject(
-        cell(STEM, EXA.cell), mha(attention="V_bar, A = tl.scaled_dot_product_attention(Q, K, V)")
+        cell(STEM, EX6A.cell), mha(attention="V_bar, A = tl.scaled_dot_product_attention(Q, K, V)")
     )
-    for source in (prelude(STEM), leaky, cell(STEM, EXB.cell), cell(STEM, EXB.check)):
+    for source in (prelude(STEM), leaky, cell(STEM, EX6B.cell), cell(STEM, EX6B.check)):
         exec(compile(source, f"<{STEM}>", "exec"), namespace)
     assert capsys.readouterr().out.count("✅") == 2
 
@@ -242,9 +255,9 @@ def test_block_is_graded_without_counting_a_wrong_attention_layer(capsys):
 def test_block_check_names_the_missing_attention_cell():
     namespace: dict = {"__name__": "__notebook__"}
     with pytest.raises(CheckFailed, match="run the cell of Challenge A first") as failure:
-        for source in (prelude(STEM), cell(STEM, EXB.cell), cell(STEM, EXB.check)):
+        for source in (prelude(STEM), cell(STEM, EX6B.cell), cell(STEM, EX6B.check)):
             exec(compile(source, f"<{STEM}>", "exec"), namespace)
-    assert failure.value.code == "exb.attention_cell_not_run"
+    assert failure.value.code == "ex6b.attention_cell_not_run"
 
 
 class Cropped(nn.Module):
@@ -262,10 +275,10 @@ def test_whole_model_sees_wrong_shapes_and_other_logits():
     gpt, other = tl.MiniGPT(config), tl.MiniGPT(config)
     with pytest.raises(CheckFailed) as failure:
         stretch.whole_model(Cropped(gpt), gpt)
-    assert failure.value.code == "check.wrong_logits_shape"
+    assert failure.value.code == "whole.wrong_logits_shape"
     with pytest.raises(CheckFailed) as failure:
         stretch.whole_model(other, gpt)
-    assert failure.value.code == "check.logits_differ"
+    assert failure.value.code == "whole.logits_differ"
 
 
 # --- The watch on delegated answers, and the package's inverted-mask error --------------------

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from grader import collect, collected
 from grader.__main__ import main
 from grader.course import GradingError
-from maintainer.fabricated_class import perfect, release
+from grader.term import collect, collected
+from maintainer.fabricated_class import fabricate, perfect, release
 
 NAME = "01_attention"
 ROSTER = "id,first_name,last_name,email,lms_user_id\nalice,Alice,Archer,,111\nbob,Bob,Stone,,\n"
@@ -276,3 +276,19 @@ def test_an_id_with_copy_in_it_keeps_it(course, tmp_path):
     (item,) = collect.collect(folder, course)
     assert item.student == "ann-copy"
     assert (course / "submitted" / "ann-copy" / NAME / f"{NAME}.ipynb").is_file()
+
+
+def test_the_fabricated_class_is_sorted_and_what_is_skipped_says_why(released, tmp_path):
+    """The downloads test_grading.py grades: Colab's copy names, a zip per student with two
+    versions, a stray file and a notebook nobody's."""
+    course = Path(shutil.copytree(released, tmp_path / "course"))
+    downloads = tmp_path / "downloads"
+    fabricate(course, downloads)
+    notes = {f.source: f for f in collect.collect(downloads, course)}
+    assert notes["colab_Copy of 01_attention (1).ipynb"].student == "colab"
+    assert "renamed" in notes["colab_Copy of 01_attention (1).ipynb"].note
+    assert (course / "submitted" / "colab" / NAME / f"{NAME}.ipynb").is_file()
+    assert notes["erin/01_attention (2).ipynb"].student == "erin"
+    assert "newer copy" in notes["erin/01_attention.ipynb"].note
+    assert notes["notes.txt"].note.startswith("skipped: not a notebook")
+    assert notes["01_attention.ipynb"].note.startswith("skipped: no student id")

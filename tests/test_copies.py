@@ -1,5 +1,5 @@
-"""Copies across the class (grader/copies.py): winnowed fingerprints of each student's own code,
-containment against the course's solutions, the package's references and every classmate.
+"""Copies across the class (grader/term/copies.py): winnowed fingerprints of each student's own
+code, containment against the course's solutions, the package's references and every classmate.
 
 Each test builds notebooks from the release (maintainer/copy_corpus.py fills an exercise's stub
 with a body) and calls the module's functions directly; no notebook is executed.
@@ -16,8 +16,8 @@ import textwrap
 import nbformat
 import pytest
 
-from grader import copies
-from grader.autograde import Outcome
+from grader.outcome import Outcome
+from grader.term import copies
 from maintainer import copy_corpus as corpus
 from maintainer.fabricated_class import release
 
@@ -366,7 +366,7 @@ def test_the_pairs_report_ranks_pairs_and_shows_each_side_by_side(tmp_path, cour
 def test_make_class_report_writes_the_pairs_beside_the_class_report(tmp_path, course):
     import shutil
 
-    from grader import class_report
+    from grader.term import class_report
 
     shutil.copytree(course, tmp_path / "course")
     here = tmp_path / "course"

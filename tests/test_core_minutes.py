@@ -5,16 +5,15 @@ fabricated notebooks: what is folded or set aside is not counted, solution lines
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import jupytext
 import pytest
+from paths import ROOT, SHARED
 
 from maintainer import core_minutes
 from maintainer.core_minutes import CorePath, core_path_of
 
-ROOT = Path(__file__).resolve().parents[1]
-LECTURE = ROOT.parent / "shared" / "lecture" / "lab5_the_transformer.txt"
+LECTURE = SHARED / "lecture" / "lab5_the_transformer.txt"
 ESTIMATES = {e.name: e for e in core_minutes.estimates()}
 CORE = [name for name, e in ESTIMATES.items() if e.lecture is not None]
 

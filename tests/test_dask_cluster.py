@@ -20,10 +20,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from paths import ROOT
 
-from grader import collect, sandbox, supervisor
+from grader.engine import sandbox, supervisor
+from grader.term import collect
 from maintainer.fabricated_class import (
-    ROOT,
     WRONG_ATTENTION,
     cell_of,
     perfect,
@@ -33,6 +34,7 @@ from maintainer.fabricated_class import (
     write,
 )
 
+pytestmark = pytest.mark.heavy(order=6)
 pytest.importorskip("distributed", reason="Dask is in the instructor extra (`make setup`)")
 DASK = shutil.which("dask", path=str(Path(sys.executable).parent)) or shutil.which("dask")
 if DASK is None:
@@ -127,14 +129,14 @@ def autograde_command(course: Path, address: str) -> list[str]:
     """`make autograde SCHEDULER=...` on this course, without the sandbox where none can be."""
     command = [sys.executable, "-m", "grader", "--course", str(course), "autograde"]
     command += ["--workers", "2", "--scheduler", address, "--force"]
-    sandboxed = sandbox.problem() is None
+    sandboxed = sandbox.why_no_sandbox() is None
     return command + ["--cell-timeout", str(CELL_TIMEOUT)] + ([] if sandboxed else ["--no-sandbox"])
 
 
 def supervisor_under(groups: set[int]) -> int | None:
     """The process group, among `groups`, of a worker that runs a job now."""
     for group, args in processes().values():
-        if group in groups and "grader.supervisor" in args:
+        if group in groups and "grader.engine.supervisor" in args:
             return group
     return None
 

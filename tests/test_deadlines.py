@@ -12,13 +12,13 @@ from pathlib import Path
 import pytest
 from nbgrader.api import Gradebook
 
-from grader import collect, deadlines
-from grader.autograde import autograde
 from grader.course import GradingError, db_url, points
+from grader.term import collect, deadlines
+from grader.term.scores import autograde
 from maintainer.fabricated_class import release
 from maintainer.notebook_build import SOLUTION_MARKERS
 
-ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.heavy(order=14)
 NAME = "01_attention"
 DUE = datetime(2027, 1, 15, 23, 59)  # UTC, as the gradebook keeps it
 LATE = (2027, 1, 17, 1, 0, 0)  # 1 d 1 h 1 min late: two started days

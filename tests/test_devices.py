@@ -5,6 +5,8 @@ First what the stand-in does (each slip a T4 showed, refused here as there); the
 sampling, which draws the same windows and text whatever the device; then every notebook's
 provided cells, run with their model on the stand-in GPU (heavy: each notebook at MODE grade)."""
 
+import contextlib
+import io
 import json
 import re
 
@@ -18,6 +20,7 @@ from checkpoints._devices import DEVICE, DeviceMismatch, on_host, other_device
 from maintainer import notebook_build
 from transformer_lab.baselines import baselines_path
 
+pytestmark = pytest.mark.heavy(order=3)
 SAME_DEVICE = "Expected all tensors to be on the same device"
 
 
@@ -136,41 +139,54 @@ def test_training_draws_the_same_batches_on_every_device(corpus):
 STEMS = [path.stem for path in notebook_build.sources()]
 
 
-def run_on_the_gpu(stem: str, capsys) -> tuple[dict, dict[str, str]]:
+def run_on_the_gpu(stem: str, folder) -> tuple[dict, dict[str, str], str]:
     """Every cell of a solved notebook but the pipeline's own, its model on the stand-in GPU
-    (MODE grade); returns its namespace and what each checkpoint cell printed."""
-    namespace, printed = {"__name__": "__notebook__"}, {}
-    with other_device():
+    (MODE grade), in `folder` (04 saves its model beside the notebook): its namespace, what
+    each checkpoint cell printed, and everything it printed."""
+    namespace, printed, everything = {"__name__": "__notebook__"}, {}, []
+    with contextlib.chdir(folder), other_device():
         for cell in code_cells(stem, MODE='"grade"', DEVICE=f'"{DEVICE}"'):
-            exec(compile(cell.source, f"<{stem}>", "exec"), namespace)
+            with contextlib.redirect_stdout(io.StringIO()) as out:
+                exec(compile(cell.source, f"<{stem}>", "exec"), namespace)
             plt.close("all")
-            grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
+            everything.append(out.getvalue())
             if cell.metadata.get("nbgrader", {}).get("grade"):
-                printed[grade_id] = capsys.readouterr().out
-    return namespace, printed
+                printed[cell.metadata.nbgrader.grade_id] = out.getvalue()
+    return namespace, printed, "".join(everything)
 
 
-@pytest.mark.heavy
+@pytest.fixture(scope="module")
+def on_the_gpu(tmp_path_factory):
+    """Each notebook run once on the stand-in GPU, in a folder of its own, for every test that
+    reads it."""
+    runs: dict[str, tuple] = {}
+
+    def run(stem: str) -> tuple[dict, dict[str, str], str]:
+        if stem not in runs:
+            runs[stem] = run_on_the_gpu(stem, tmp_path_factory.mktemp(stem))
+        return runs[stem]
+
+    return run
+
+
 @pytest.mark.parametrize("stem", STEMS)
-def test_every_provided_cell_runs_with_the_model_on_a_gpu(stem, capsys, tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)  # 04 saves its model beside the notebook
-    namespace, printed = run_on_the_gpu(stem, capsys)
+def test_every_provided_cell_runs_with_the_model_on_a_gpu(stem, on_the_gpu):
+    namespace, printed, _ = on_the_gpu(stem)
     assert namespace["DEVICE"] == DEVICE
     assert printed and all("✅" in text for text in printed.values()), printed
 
 
-@pytest.mark.heavy
-def test_notebook_05_on_a_gpu_shows_the_distances_recorded_for_its_model(
-    capsys, tmp_path, monkeypatch
-):
+def test_notebook_05_on_a_gpu_shows_the_distances_recorded_for_its_model(on_the_gpu):
     """05 says the recorded distances "should match yours apart from rounding": on a GPU too,
-    because the windows are drawn on the CPU."""
-    monkeypatch.chdir(tmp_path)  # no model of the student's: the recorded one is loaded
-    namespace, _ = run_on_the_gpu("05_heads", capsys)
+    because the windows are drawn on the CPU. No model of the student's beside it: the recorded
+    one is loaded."""
+    namespace, _, out = on_the_gpu("05_heads")
     run = json.loads(baselines_path().read_text())["runs"][namespace["run"]]
     recorded = torch.tensor(run["results"]["mean_attention_distance"])
     distances = namespace["distances"]
     assert not on_host(namespace["windows"])  # drawn on the CPU, read on the GPU
-    shown = re.findall(r"layer \d   (.*)", capsys.readouterr().out)
-    assert [row.split() for row in shown] == [[f"{d:.2f}" for d in row] for row in distances]
+    shown = re.findall(r"layer \d   (.*)", out)
+    assert shown and [row.split() for row in shown] == [
+        [f"{d:.2f}" for d in row] for row in distances
+    ]
     assert torch.allclose(distances, recorded, atol=0.01), (distances, recorded)

@@ -1,25 +1,40 @@
-"""The docs against the code, where they drift: the make targets and `python -m` commands they
-name, the budget tables, the Python floor. Commands are read from code only (fenced blocks and
-`inline code`), where a reader copies them from."""
+"""The docs against the code, where they drift: every Markdown file of the repository (but the
+changelog, a record of what was) is read for the repository paths, make targets and `python -m`
+commands it names, and the figures it shares with the code (budget tables, the Python floor, the
+Debian packages, minutes a seed, the suite's minutes, the test files) are compared. Paths and
+commands are read from code only (fenced blocks and `inline code`), where a reader copies them
+from."""
 
 from __future__ import annotations
 
+import glob
 import json
+import math
 import re
 import subprocess
 import sys
 import tomllib
 from pathlib import Path
 
+from paths import ROOT
+
 from maintainer.pipeline import TRAINING_NOTEBOOK, budgets_for
+from transformer_lab.baselines import load_baselines
 from transformer_lab.data import TEST_CHARS
 from transformer_lab.runtime import BUDGETS
 
-ROOT = Path(__file__).resolve().parents[1]
-DOCS = sorted(
-    [ROOT / "README.md", ROOT / "grader" / "README.md", ROOT / "solutions" / "README.md"]
-    + list((ROOT / "docs").rglob("*.md"))
-)
+# The changelog names files and targets as they were when each line was written.
+HISTORY = {"CHANGELOG.md"}
+# What git sees: tracked, or new and not ignored.
+TRACKED = subprocess.run(
+    ["git", "ls-files", "-co", "--exclude-standard"],
+    cwd=ROOT,
+    capture_output=True,
+    text=True,
+    check=True,
+).stdout.splitlines()
+TRACKED = [name for name in TRACKED if (ROOT / name).is_file()]  # not those deleted since
+DOCS = [ROOT / name for name in TRACKED if name.endswith(".md") and name not in HISTORY]
 FENCED = re.compile(r"^```[^\n]*\n(.*?)^```", re.DOTALL | re.MULTILINE)
 INLINE = re.compile(r"`([^`\n]+)`")
 MAKE = re.compile(r"\bmake ([a-z][a-z-]*)")
@@ -44,6 +59,63 @@ def named(pattern: re.Pattern) -> dict[tuple, list[str]]:
 
 def test_the_docs_are_all_there():
     assert all(path.is_file() for path in DOCS)
+    assert {"README.md", "tests/README.md", "checkpoints/README.md", "docs/core_path.md"} <= {
+        str(path.relative_to(ROOT)) for path in DOCS
+    }
+
+
+# A repository path: one that starts at a top-level folder of the checkout; in a folder's own
+# README also a path from that folder (`engine/job.py` in grader/README.md) and a bare module
+# name, of that folder (`test_data.py` in tests/README.md) or, failing that, of the repository
+# (`_core.py` where the text says `checkpoints/`).
+TOP = sorted({name.split("/")[0] for name in TRACKED if "/" in name})
+IN_THE_REPO = re.compile(rf"(?<![\w./~$-])((?:{'|'.join(map(re.escape, TOP))})/[\w./*-]*)")
+FROM_HERE = re.compile(r"(?<![\w./~$-])([\w*-]+(?:/[\w*-]+)*\.py)\b")
+# Named on purpose though absent: where a file goes (a course folder inside the checkout, which
+# the sandbox hides) or a pattern (NN_topic: any notebook).
+NOT_FILES = {"grader/course", "notebooks/NN_topic.ipynb", "NN_topic.py"}
+
+
+def from_folder(folder: Path, name: str) -> str | None:
+    """The repository path a doc in `folder` means by `name`, None where it names no file of
+    the repository (a course's file, a top-level path read already)."""
+    here = str(folder.relative_to(ROOT))
+    first = name.split("/")[0]
+    if "/" in name:
+        return f"{here}/{name}" if first not in TOP and (folder / first).is_dir() else None
+    if (folder / name).exists() or "*" in name:
+        return f"{here}/{name}"
+    elsewhere = sorted(t for t in TRACKED if Path(t).name == name)
+    return elsewhere[0] if elsewhere else f"{here}/{name}"
+
+
+def paths_named(path: Path) -> list[str]:
+    """The repository paths a doc names in its code, relative to the checkout."""
+    found = []
+    for snippet in code(path):
+        found += [m.rstrip(".") for m in IN_THE_REPO.findall(snippet)]
+        if path.parent != ROOT:
+            found += filter(None, (from_folder(path.parent, m) for m in FROM_HERE.findall(snippet)))
+    return [p for p in found if p not in NOT_FILES and Path(p).name not in NOT_FILES]
+
+
+def test_every_path_named_in_the_docs_exists():
+    named_paths = {str(path.relative_to(ROOT)): paths_named(path) for path in DOCS}
+    assert "tests/test_whole_term.py" in named_paths["tests/README.md"]
+    assert "checkpoints/_devices.py" in named_paths["checkpoints/README.md"]
+    assert "grader/engine/rerun_key.py" in named_paths["grader/README.md"]
+    missing = {
+        doc: sorted({p for p in paths if not glob.glob(str(ROOT / p))})
+        for doc, paths in named_paths.items()
+    }
+    missing = {doc: paths for doc, paths in missing.items() if paths}
+    assert not missing, f"paths named in the docs that the repository does not have: {missing}"
+
+
+def test_tests_readme_names_every_test_file():
+    named_there = set(paths_named(ROOT / "tests" / "README.md"))
+    files = {name for name in TRACKED if re.fullmatch(r"tests/test_\w+\.py", name)}
+    assert sorted(files - named_there) == [], "test files tests/README.md does not describe"
 
 
 def test_every_make_target_named_in_the_docs_exists():
@@ -57,9 +129,9 @@ def test_every_make_target_named_in_the_docs_exists():
 
 def test_every_python_m_module_named_in_the_docs_imports_and_runs_as_a_program():
     modules = sorted({module for module, _ in named(PYTHON_M)})
-    assert {"grader", "grader.job", "maintainer.bench", "transformer_lab"} <= set(modules)
+    assert {"grader", "grader.engine.job", "maintainer.bench", "transformer_lab"} <= set(modules)
     # From the checkout, as the docs run them, and in a process of its own: importing a module
-    # may change the interpreter (grader.job marks a package absent).
+    # may change the interpreter (grader.engine.job marks a package absent).
     probe = (
         "import importlib, importlib.util, json, sys\n"
         "out = {}\n"
@@ -97,6 +169,19 @@ def test_every_subcommand_named_in_the_docs_exists():
         if word not in commands[module]
     }
     assert not gone, f"commands the docs name that the code does not have: {gone}"
+
+
+PYTHON_C = re.compile(r"\bpython -c \"([^\"]+)\"")
+
+
+def test_every_python_c_line_in_the_docs_runs():
+    lines = sorted(named(PYTHON_C))
+    assert lines, "the docs show no `python -c` line: is PYTHON_C still what they write?"
+    for (source,) in lines:
+        done = subprocess.run(
+            [sys.executable, "-c", source], cwd=ROOT, capture_output=True, text=True, timeout=120
+        )
+        assert done.returncode == 0, f"python -c {source!r} fails: {done.stderr[-500:]}"
 
 
 def table(text: str, start: str) -> list[list[str]]:
@@ -164,3 +249,39 @@ def test_the_readme_names_the_python_floor():
     floor = re.search(r">=\s*(\d+\.\d+)", pyproject["project"]["requires-python"]).group(1)
     said = re.findall(r"Python (\d+\.\d+)\+", (ROOT / "README.md").read_text())
     assert said and set(said) == {floor}
+
+
+NUMBERS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5}
+
+
+def test_the_readme_counts_the_debian_packages_ci_installs():
+    text = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    said = re.search(r"need (\w+) Debian packages?, `sudo apt-get install ([^`]+)`", text)
+    assert said, "the README's sentence on the Debian packages the grading tests need"
+    packages = said.group(2).split()
+    assert NUMBERS[said.group(1)] == len(packages)
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    assert sorted(packages) == sorted(re.findall(r'need="\$need ([\w-]+)"', ci))
+
+
+def make_help(target: str) -> str:
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    return re.search(rf"^{target}:.*## (.*)$", makefile, re.MULTILINE).group(1)
+
+
+def test_the_minutes_of_training_a_seed_are_the_makefiles_and_the_recorded_runs():
+    """The README and `make help` state the same minutes a seed of the main job on two CPU
+    cores, and they are what data/baselines.json recorded, rounded up."""
+    text = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    readme = re.findall(r"about (\d+) minutes a seed on two CPU cores", text)
+    makefile = re.findall(r"~(\d+) min a seed", make_help("regenerate-baselines"))
+    run = load_baselines()["runs"]["quick/cpu"]["provenance"]
+    recorded = sum(run["notebook_seconds"].values()) / len(run["seeds"]) / 60
+    assert readme == makefile == [str(math.ceil(recorded))]
+
+
+def test_the_suite_takes_the_minutes_make_help_says():
+    said = " ".join((ROOT / "tests" / "README.md").read_text(encoding="utf-8").split())
+    readme = re.search(r"`make test` \(([\d.]+) to ([\d.]+) minutes on 2 CPU cores", said)
+    makefile = re.search(r"\(([\d.]+)-([\d.]+) minutes on 2\)", make_help("test"))
+    assert readme and makefile and readme.groups() == makefile.groups()

@@ -2,11 +2,10 @@
 
 import re
 import tomllib
-from pathlib import Path
 
 import yaml
+from paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 CONDA_NAMES = {"pytorch": "torch"}  # conda-forge's name -> PyPI's
 
 

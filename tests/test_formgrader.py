@@ -18,13 +18,15 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from paths import ROOT
 
-from grader import collect
-from grader.autograde import autograde
 from grader.course import GRADER, _scripts_on_path, db_url
-from grader.formgrader import MANUAL, free_port, server_command, urls
-from maintainer.fabricated_class import ROOT, perfect, release, write
+from grader.term import collect
+from grader.term.formgrader import MANUAL, free_port, server_command, urls
+from grader.term.scores import autograde
+from maintainer.fabricated_class import perfect, release, write
 
+pytestmark = pytest.mark.heavy(order=11)
 CHROMIUM, DRIVER = shutil.which("chromium"), shutil.which("chromedriver")
 webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed")
 if not (CHROMIUM and DRIVER):

@@ -19,10 +19,11 @@ from pathlib import Path
 import nbformat
 import pytest
 from conftest import checkpoints_without_a_tick
+from paths import ROOT
 
 from maintainer import notebook_build
 
-ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.heavy(order=2)
 REF = "v-fresh-runtime-test"
 WHERE = "import checkpoints, transformer_lab\nprint('imported from', transformer_lab.__file__)\n"
 

@@ -1,6 +1,6 @@
 """The LMS's side of grading: the grade sheet, the Canvas import and nbgrader's CSV written by
-`export`, the feedback bundles written by `feedback`, and a run for one student that leaves the
-class's report whole.
+`export`, and a run for one student that leaves the class's report whole (the feedback bundles:
+test_bundles.py).
 
 A small class graded for real (notebook 01 only): alice solved it, bob handed in the release
 untouched, carol handed in broken JSON, dave was graded and then his regrade failed, eve (on the
@@ -15,18 +15,19 @@ import json
 import shutil
 import subprocess
 import sys
-import zipfile
 from pathlib import Path
 
 import pytest
+from paths import ROOT
 
-from grader import autograde as grading
-from grader import deadlines, gradesheet
-from grader.bundles import bundle_feedback
 from grader.course import db_url, points
-from grader.roster import import_roster
-from maintainer.fabricated_class import ROOT, perfect, release, untouched, write
+from grader.engine import autograde as engine
+from grader.term import deadlines, gradesheet
+from grader.term import scores as grading
+from grader.term.roster import import_roster
+from maintainer.fabricated_class import perfect, release, untouched, write
 
+pytestmark = pytest.mark.heavy(order=12)
 NB = "01_attention"
 ROSTER = {
     "alice": ("Alice", "Liddell", "alice@example.edu"),
@@ -71,7 +72,7 @@ def course(tmp_path_factory) -> Path:
     }
     # dave's regrade fails (a stand-in job): the gradebook still holds his first run's 4 points.
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(grading, "run_job", lambda *args: {"error": "the job could not run"})
+        patch.setattr(engine, "run_job", lambda *args: {"error": "the job could not run"})
         (again,) = grading.autograde(course, students=["dave"], force=True, **LIMITS)
     assert again.status == "failed"
     subprocess.run([*CLI, str(course), "export"], check=True, cwd=ROOT, capture_output=True)
@@ -122,7 +123,7 @@ def test_the_optional_challenge_is_extra_credit(course, tmp_path):
     write(
         copy / "submitted" / "eve" / "06_stretch" / "06_stretch.ipynb", perfect(copy, "06_stretch")
     )
-    (graded,) = grading.autograde(copy, students=["eve"], only=["06_stretch"], **LIMITS)
+    (graded,) = grading.autograde(copy, students=["eve"], notebooks=["06_stretch"], **LIMITS)
     assert graded.score == points(copy, "06_stretch") == 4
     eve = {row.id: row for row in gradesheet.rows(copy)[0]}["eve"]
     assert (eve.marks["06_stretch"].score, eve.marks["06_stretch"].status) == (4, "graded")
@@ -260,52 +261,6 @@ def test_a_handed_in_notebook_not_yet_graded_is_pending(course):
     assert (eve.marks[NB].score, eve.marks[NB].status, eve.total()) == (None, "pending", None)
 
 
-def test_feedback_one_zip_per_notebook_named_for_the_lms(course, tmp_path):
-    copy = Path(shutil.copytree(course, tmp_path / "course"))
-    # alice's and bob's graded files, as Canvas and Moodle name their downloads.
-    roster = tmp_path / "students.csv"
-    roster.write_text(
-        "id,first_name,last_name,email,lms_user_id\nalice,Alice,Liddell,,12345\n"
-        "bob,Bob,Jones,,\ncarol,Carol,Ng,,\neve,Eve,Smith,,\ndave,Dave,Doe,,\n"
-    )
-    import_roster(copy, roster)
-    downloads = tmp_path / "downloads"
-    downloads.mkdir()
-    canvas = "liddellalice_12345_777_01_attention.ipynb"
-    moodle = "Bob Jones_5551_assignsubmission_file_01_attention.ipynb"
-    for student, name in (("alice", canvas), ("bob", moodle)):
-        shutil.move(copy / "submitted" / student / NB / f"{NB}.ipynb", downloads / name)
-        shutil.rmtree(copy / "submitted" / student)
-    subprocess.run([*CLI, str(copy), "collect", str(downloads)], check=True, cwd=ROOT)
-    done = subprocess.run([*CLI, str(copy), "feedback"], cwd=ROOT, capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
-    folder = copy / "reports" / "feedback_bundles"
-    # Only 01 was graded: one zip, the assignment's, with a page per student who handed it in.
-    assert sorted(p.name for p in folder.iterdir()) == [f"{NB}.zip"]
-    with zipfile.ZipFile(folder / f"{NB}.zip") as archive:
-        names = sorted(archive.namelist())
-        pages = {name: archive.read(name).decode() for name in names}
-    assert names == [
-        "Bob Jones_5551_assignsubmission_file_01_attention.html",  # Moodle: participant id
-        "carol_01_attention.html",
-        "dave_01_attention.html",
-        "liddellalice_12345_777_01_attention.html",  # Canvas: user id, attachment id
-    ]
-    alice = pages["liddellalice_12345_777_01_attention.html"]
-    assert alice == (copy / "feedback" / "alice" / NB / f"{NB}.html").read_text()
-    # carol's broken file and dave's failed job: a page that says why and what to do, never
-    # dave's stale 4 points.
-    carol, dave = pages["carol_01_attention.html"], pages["dave_01_attention.html"]
-    assert "01_attention: not graded" in carol and "hand that file in again" in carol
-    assert "<strong>Why:</strong> not valid notebook JSON" in carol
-    assert "the job could not run" in dave and "Restart and run all" in dave
-    assert "4 / 4" not in dave and "it is not a zero" in dave
-    # Rebuilt each time: a notebook whose feedback is gone keeps no zip.
-    (folder / "03_positions.zip").write_bytes(b"stale")
-    assert [p.name for p in bundle_feedback(copy)] == [f"{NB}.zip"]
-    assert not (folder / "03_positions.zip").exists()
-
-
 def test_grading_one_student_keeps_the_others_in_the_report(course):
     # dave's failed regrade was already a one-student run: everyone else is still there.
     report = json.loads((course / "reports" / "autograde.json").read_text())
@@ -316,7 +271,7 @@ def test_grading_one_student_keeps_the_others_in_the_report(course):
         ("carol", "quarantined"),
         ("dave", "failed"),
     }
-    args = ["autograde", "--student", "bob", "--assignment", NB, "--workers", "1"]
+    args = ["autograde", "--student", "bob", "--notebook", NB, "--workers", "1"]
     args += ["--cell-timeout", "10", "--memory-gb", "3"]  # the first run's limits: bob is unchanged
     args += ["--no-sandbox"]
     done = subprocess.run([*CLI, str(course), *args], cwd=ROOT, capture_output=True, text=True)

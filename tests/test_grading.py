@@ -13,20 +13,22 @@ from pathlib import Path
 
 import pytest
 from conftest import checkout_copy
+from paths import ROOT
 
-from grader import collect, preflight, sandbox
-from grader.autograde import autograde
-from grader.course import release_notebook
+from grader.engine import sandbox
+from grader.term import collect
+from grader.term.scores import autograde
 from maintainer.fabricated_class import (
-    ROOT,
     cell_of,
     fabricate,
-    perfect,
     release,
 )
 
-if sandbox.problem() and not os.environ.get("CI"):  # CI installs bubblewrap: there it must work
-    pytest.skip(f"bubblewrap {sandbox.problem()}", allow_module_level=True)
+pytestmark = pytest.mark.heavy(order=1)
+if sandbox.why_no_sandbox() and not os.environ.get(
+    "CI"
+):  # CI installs bubblewrap: there it must work
+    pytest.skip(f"bubblewrap {sandbox.why_no_sandbox()}", allow_module_level=True)
 
 
 @pytest.fixture(scope="module")
@@ -78,17 +80,6 @@ def graded(course, tmp_path_factory):
     return found, outcomes
 
 
-def test_collect_sorts_downloads_and_says_what_it_skipped(graded):
-    found, _ = graded
-    notes = {f.source: f for f in found}
-    assert notes["colab_Copy of 01_attention (1).ipynb"].student == "colab"
-    assert "renamed" in notes["colab_Copy of 01_attention (1).ipynb"].note
-    assert notes["erin/01_attention (2).ipynb"].student == "erin"
-    assert "newer copy" in notes["erin/01_attention.ipynb"].note
-    assert notes["notes.txt"].note.startswith("skipped: not a notebook")
-    assert notes["01_attention.ipynb"].note.startswith("skipped: no student id")
-
-
 def test_every_student_gets_exactly_the_expected_score(graded):
     _, outcomes = graded
     got = {}
@@ -100,14 +91,13 @@ def test_every_student_gets_exactly_the_expected_score(graded):
 
 
 def test_nothing_is_a_silent_zero(graded):
+    """Preflight's reasons and repairs reach the outcome (what each is: test_preflight.py)."""
     _, outcomes = graded
     by = {(o.student, o.assignment): o for o in outcomes}
-    assert "not valid notebook JSON" in by["badjson", "01_attention"].reason
-    assert any("grading metadata restored" in r for r in by["stripped", "01_attention"].repairs)
-    assert any("duplicate" in r for r in by["duplicated", "01_attention"].repairs)
-    assert any("check missing, restored" in r for r in by["deleted", "01_attention"].repairs)
-    assert any("restored to code" in r for r in by["markdown", "01_attention"].repairs)
-    assert any("skip" in r for r in by["skiptag", "01_attention"].repairs)
+    assert by["badjson", "01_attention"].reason.startswith("not valid notebook JSON (")
+    assert by["deleted", "01_attention"].repairs == [
+        "ex1_check: check missing, restored from the release"
+    ]
 
 
 def test_delegation_fails_and_copies_and_torch_writes_are_flagged(graded, course):
@@ -134,7 +124,7 @@ def test_a_loop_or_a_hog_fails_its_own_cells_only(graded, course):
         for o in c["outputs"]
         if o["output_type"] == "error"
     ]
-    assert "CellTimeoutError" in errors or "KeyboardInterrupt" in errors
+    assert "CellTimeoutError" in errors  # the job records the timeout, whatever else printed
     assert "CheckFailed" in json.dumps(
         json.loads((course / "autograded/hog/01_attention/01_attention.ipynb").read_text())
     )
@@ -153,10 +143,13 @@ def test_export_and_feedback(graded, course):
     run = [sys.executable, "-m", "grader", "--course", str(course)]
     subprocess.run([*run, "export"], check=True, cwd=ROOT, capture_output=True)
     rows = list(csv.DictReader((course / "reports" / "grades.csv").open()))
-    # A quarantined notebook, or extra credit not handed in, has no score (never a silent 0).
-    score = {(r["student_id"], r["assignment"]): float(r["score"]) for r in rows if r["score"]}
-    assert rows[0].keys() >= {"score", "status"} and ("badjson", "01_attention") not in score
-    assert score["perfect", "01_attention"] == 4 and score["partial", "01_attention"] == 1
+    # badjson's one notebook was quarantined before the gradebook knew them, and there is no
+    # roster: no row, never a silent 0 (a student on the roster gets a row without a score and
+    # its status: test_gradesheet.py).
+    by = {(r["student_id"], r["assignment"]): (r["score"], r["status"]) for r in rows}
+    assert "badjson" not in {student for student, _ in by}
+    assert by["perfect", "01_attention"] == ("4", "graded")
+    assert by["partial", "01_attention"] == ("1", "graded")
     subprocess.run([*run, "feedback"], check=True, cwd=ROOT, capture_output=True)
     html = (course / "feedback/deleted/01_attention/01_attention.html").read_text()
     assert "exercise_1_hidden" not in html  # the hidden test's code
@@ -187,30 +180,16 @@ def test_a_changed_check_regrades(graded, course, tmp_path, monkeypatch):
     assert new.decode() in graded_copy.read_text()
 
 
-def test_preflight_quarantines_another_notebook(course):
-    other = json.dumps(perfect(course, "02_causal_mask")).encode()
-    result = preflight.preflight(other, release_notebook(course, "01_attention"))
-    assert result.notebook is None and "does not look like this notebook" in result.quarantined
-
-
-def test_class_report_counts_mistake_codes_without_names(graded, course):
-    run = [sys.executable, "-m", "grader", "--course", str(course), "report"]
+def test_class_report_counts_the_codes_the_graded_checks_left(graded, course):
+    """What the sandboxed jobs left is what the report reads (how it counts, draws and leaves
+    names out: test_class_report.py)."""
+    run = [sys.executable, "-m", "grader", "--course", str(course), "class-report"]
     subprocess.run(run, check=True, cwd=ROOT, capture_output=True)
-    reports = course / "reports"
-    text = (reports / "class.md").read_text()
-    rows = list(csv.DictReader((reports / "class.csv").open()))
+    rows = list(csv.DictReader((course / "reports" / "class.csv").open()))
     count = {(r["check"], r["outcome"]): int(r["students"]) for r in rows}
     # deleted, edited, markdown, skiptag and allclose all hand in attention without 1/sqrt(d_k)
     assert count["ex1_check", "ex1.no_sqrt_dk"] == 5
-    assert count["ex1_check", "ex1.not_done"] >= 1  # untouched and partial
-    assert count["ex0_check", "passed"] >= 10
-    assert "`ex1.no_sqrt_dk`" in text and "not divided by sqrt(d_k)" in text
-    assert "| 01_attention | ex1_check |" in text
-    assert not any(student in text for student in ("perfect", "erin", "alwayseq"))
-    assert (reports / "class_pass_rate.png").stat().st_size > 0
-    assert (reports / "class_mistakes.png").stat().st_size > 0
-    subprocess.run([*run, "--names"], check=True, cwd=ROOT, capture_output=True)
-    assert "allclose" in (reports / "class.md").read_text()  # asked for: names appear
+    assert count["ex1_check", "ex1.not_done"] == 2  # untouched and partial
 
 
 def test_jobs_start_while_later_notebooks_are_still_being_sanitized(graded, course, monkeypatch):
@@ -219,7 +198,7 @@ def test_jobs_start_while_later_notebooks_are_still_being_sanitized(graded, cour
     import concurrent.futures
     import contextlib
 
-    from grader import autograde as grading
+    from grader.engine import autograde as grading
 
     events, prepare = [], grading.prepare
 

@@ -6,13 +6,12 @@ settings listed here with the reason."""
 
 import json
 import re
-from pathlib import Path
 
 import nbformat
 import pytest
+from paths import ROOT, SHARED
 
-ROOT = Path(__file__).resolve().parents[1]
-LECTURE = ROOT.parent / "shared" / "lecture"
+LECTURE = SHARED / "lecture"
 NUMBER = re.compile(r"(?<![\w.])\d+\.\d+(?!\d|\.\d|[A-Za-z_])")
 
 # Arithmetic consequences of the lab's sizes, and settings, shown in the notebooks' text.

@@ -8,12 +8,13 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from paths import ROOT
 
 from grader.course import code_stub
 from maintainer import notebook_build
 from maintainer.fabricated_class import release
 
-ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.heavy(order=8)
 NAMES = [p.stem for p in notebook_build.sources()]
 
 

@@ -12,6 +12,7 @@ import jsonschema
 import nbformat
 import pytest
 from conftest import checkpoints_without_a_tick
+from paths import ROOT
 
 from maintainer import notebook_build, pipeline
 from maintainer.pipeline import (
@@ -27,12 +28,10 @@ from maintainer.pipeline import (
 )
 from transformer_lab.saving import TRAINED_GPT, sha256
 
-ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.heavy(order=4)
 
 
 def test_committed_baselines_follow_the_schema():
-    if not BASELINES.is_file():
-        pytest.skip("no data/baselines.json recorded yet")
     validate(json.loads(BASELINES.read_text()))
 
 

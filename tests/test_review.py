@@ -1,6 +1,6 @@
-"""The review flags (grader/review.py): code that reaches for the checking machinery or writes
-torch's attributes is quoted for the instructor; honest code, the course's solutions among it, is
-not. Copies are tests/test_copies.py's.
+"""The review flags (grader/engine/review.py): code that reaches for the checking machinery or
+writes torch's attributes is quoted for the instructor; honest code, the course's solutions among
+it, is not. Copies are tests/test_copies.py's.
 
 Each test builds a small release notebook and a submission that differs from it only in the
 cells a student writes, as autograde hands them to `review.flags`.
@@ -15,7 +15,7 @@ import nbformat
 import pytest
 from notebook_harness import REGION, cells, inject
 
-from grader import review
+from grader.engine import review
 from transformer_lab import attention as tl_attention
 
 SETUP = "import math\n\nimport torch\nimport torch.nn as nn\n\nimport transformer_lab as tl"

@@ -10,14 +10,15 @@ from pathlib import Path
 
 import pytest
 from nbgrader.api import Gradebook
+from paths import ROOT
 
-from grader import collect
 from grader.__main__ import main
 from grader.course import GradingError, db_url
-from grader.roster import ROSTER_FILE, import_roster, read_csv
+from grader.term import collect
+from grader.term.roster import ROSTER_FILE, import_roster, read_csv
 from maintainer.fabricated_class import release
 
-ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.heavy(order=15)
 ROSTER = """id,first_name,last_name,email,lms_user_id
 alice,Alice,Archer,alice@example.edu,
 jdoe05,Jane,Doe,jdoe05@example.edu,

@@ -16,13 +16,14 @@ from pathlib import Path
 import nbformat
 import pytest
 from conftest import checkout_copy
+from paths import ROOT
 
-from grader import collect, sandbox
-from grader.autograde import autograde
 from grader.course import db_url
-from grader.job import CELL_OUTPUT_CAP, NOTEBOOK_OUTPUT_CAP
+from grader.engine import sandbox
+from grader.engine.job import CELL_OUTPUT_CAP, NOTEBOOK_OUTPUT_CAP
+from grader.term import collect
+from grader.term.scores import autograde
 from maintainer.fabricated_class import (
-    ROOT,
     WRONG_ATTENTION,
     _text,
     cell_of,
@@ -32,8 +33,11 @@ from maintainer.fabricated_class import (
     write,
 )
 
-if sandbox.problem() and not os.environ.get("CI"):  # CI installs bubblewrap: there it must work
-    pytest.skip(f"bubblewrap {sandbox.problem()}", allow_module_level=True)
+pytestmark = pytest.mark.heavy(order=5)
+if sandbox.why_no_sandbox() and not os.environ.get(
+    "CI"
+):  # CI installs bubblewrap: there it must work
+    pytest.skip(f"bubblewrap {sandbox.why_no_sandbox()}", allow_module_level=True)
 
 MARK = uuid.uuid4().hex  # names this run's orphan process and home-folder file
 HOME_FILE = Path.home() / f"tl-sandbox-{MARK}"
@@ -274,7 +278,7 @@ def test_tampering_is_flagged_with_the_line_and_scores_as_it_ran(attacked):
     assert any(TAMPER.strip() in flag for flag in outcomes["tamper"].flags)
     assert any("import checkpoints._core" in flag for flag in outcomes["rewriter"].flags)
     # code that touches nothing is not flagged for it (huge's Exercise 0 is the course's
-    # solution: a copy, which grader/copies.py flags on its own)
+    # solution: a copy, which grader/term/copies.py flags on its own)
     assert [f for f in outcomes["huge"].flags if not f.startswith("copy: ")] == []
     assert "⚑ 01_attention" in (course / "reports" / "autograde.md").read_text()
 

@@ -12,15 +12,16 @@ import sys
 from pathlib import Path
 
 import pytest
+from paths import ROOT
 
 from grader import course as course_module
-from grader import sandbox
 from grader.course import db_url, nbgrader_api, nbgrader_config
-from grader.formgrader import MANUAL, SandboxOnly
+from grader.engine import sandbox
+from grader.term.formgrader import MANUAL, SandboxOnly
 from maintainer import notebook_build
 from maintainer.fabricated_class import release
 
-ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.heavy(order=9)
 PUBLISH_URL = "github.com/acme/transformer-lab-2026/blob/main"
 REGION = re.compile(r"^[ \t#]*### BEGIN SOLUTION.*?^[ \t#]*### END SOLUTION", re.M | re.S)
 
@@ -101,7 +102,10 @@ def test_a_publish_url_that_is_not_a_github_folder_is_refused():
 
 def test_the_formgrader_autograde_button_refuses_and_touches_nothing(tmp_path):
     # By name: the formgrader shows the configuration as JSON, where a class cannot go.
-    assert nbgrader_config().Autograde.exporter_class == f"grader.formgrader.{SandboxOnly.__name__}"
+    assert (
+        nbgrader_config().Autograde.exporter_class
+        == f"grader.term.formgrader.{SandboxOnly.__name__}"
+    )
     course = tmp_path / "course"
     kept = {}
     for folder in ("submitted", "autograded"):
@@ -115,7 +119,7 @@ def test_the_formgrader_autograde_button_refuses_and_touches_nothing(tmp_path):
     # What the formgrader's AutogradeHandler calls, with the course's configuration.
     result = nbgrader_api(course).autograde(MANUAL, "ada")
     assert not result["success"]
-    assert f"python -m grader autograde --student ada --assignment {MANUAL}" in result["error"]
+    assert f"python -m grader autograde --student ada --notebook {MANUAL}" in result["error"]
     assert {p: p.read_bytes() for p in kept} == kept  # nothing deleted or rewritten
     assert not (course / "gradebook.db").exists()
 
@@ -163,8 +167,8 @@ def test_the_sandbox_never_shows_the_course_wherever_it_lies(tmp_path):
 
 
 needs_sandbox = pytest.mark.skipif(
-    bool(sandbox.problem()) and not os.environ.get("CI"),
-    reason=f"bubblewrap {sandbox.problem()}",
+    bool(sandbox.why_no_sandbox()) and not os.environ.get("CI"),
+    reason=f"bubblewrap {sandbox.why_no_sandbox()}",
 )
 PREDICTION = "The LSTM: it is smaller and its recurrence suits characters at this budget."
 
@@ -178,10 +182,12 @@ def _grades(course: Path, student: str) -> dict[str, tuple]:
 
 
 @needs_sandbox
-def test_hand_grades_stay_done_until_the_answer_changes(tmp_path):
+def test_a_hand_grade_is_asked_for_again_when_the_answer_changes(tmp_path):
+    """The grade is kept, to be looked at again. (That it stays done over a rerun with the
+    answer unchanged: test_whole_term.py.)"""
     from nbgrader.api import Gradebook
 
-    from grader.autograde import autograde
+    from grader.term.scores import autograde
     from maintainer.fabricated_class import cell_of, perfect, write
 
     course = tmp_path / "course"
@@ -197,9 +203,6 @@ def test_hand_grades_stay_done_until_the_answer_changes(tmp_path):
         grade = gb.find_grade("ex4_prediction", MANUAL, MANUAL, "ada")
         grade.manual_score, grade.needs_manual_grade = 1, False
         gb.db.commit()
-    (again,) = autograde(course, cell_timeout=30, progress=False)
-    assert again.status == "unchanged" and again.needs_manual == 0 and again.score == 3
-    assert not any(needs for _, needs in _grades(course, "ada").values())
     assert _grades(course, "ada")["ex4_prediction"] == (1, False)
 
     cell_of(nb, "ex4_prediction")["source"] = PREDICTION + " Or the GPT, if it trains longer."

@@ -19,6 +19,8 @@ from transformer_lab.runtime import (
 )
 from transformer_lab.train import lr_at
 
+pytestmark = pytest.mark.heavy(order=13)
+
 
 def test_schedule_warms_up_then_decays():
     lrs = [lr_at(s, 100, 1.0, warmup=10) for s in range(100)]

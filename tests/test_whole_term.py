@@ -15,13 +15,15 @@ from pathlib import Path
 
 import pytest
 from nbgrader.api import Gradebook
+from paths import ROOT
 
-from grader import sandbox
 from grader.course import db_url
-from maintainer.fabricated_class import ROOT, perfect, release, untouched
+from grader.engine import sandbox
+from maintainer.fabricated_class import perfect, release, untouched
 
-if sandbox.problem():
-    pytest.skip(f"bubblewrap {sandbox.problem()}", allow_module_level=True)
+pytestmark = pytest.mark.heavy(order=7)
+if sandbox.why_no_sandbox():
+    pytest.skip(f"bubblewrap {sandbox.why_no_sandbox()}", allow_module_level=True)
 
 ROSTER = """id,first_name,last_name,email,lms_user_id
 alice,Alice,Archer,alice@example.edu,111

@@ -2,10 +2,11 @@
 delegated answers) and its one harness (tests/test_bugzoo.py).
 
 An Exercise names a solution notebook's exercise cell and its checkpoint cell, the cells that must
-run before it, how many ✅ a right answer prints, and the prefix of its mistake codes. A Mistake
-is a body injected into the exercise that the checkpoint must fail with `code` and a message that
-holds every diagnosis fragment; a Right is a body that must keep full marks. The zoo_*.py modules
-are data: pytest does not collect them (their names do not start with test_).
+run before it and how many ✅ a right answer prints; its name (the prefix of its mistake codes)
+is its checkpoint's grade id without `_check`. A Mistake is a body injected into the exercise that
+the checkpoint must fail with `code` and a message that holds every diagnosis fragment; a Right is
+a body that must keep full marks. The zoo_*.py modules are data: pytest does not collect them
+(their names do not start with test_).
 """
 
 from __future__ import annotations
@@ -21,7 +22,12 @@ class Exercise(NamedTuple):
     check: str  # grade_id of its checkpoint cell
     before: tuple[str, ...]  # grade_ids of cells to run first (as written)
     ticks: int  # ✅ printed by a right answer: visible checks, leak test, hidden tests
-    prefix: str  # its mistake codes start with prefix + "."
+
+    @property
+    def prefix(self) -> str:
+        """The exercise's one name: its checkpoint's grade id is "<name>_check", its mistake
+        codes start with "<name>."."""
+        return self.check.removesuffix("_check")
 
 
 class Mistake(NamedTuple):

@@ -8,7 +8,7 @@ from zoo import Mistake, Right
 from zoo_nb01 import EX1, OWN_A
 from zoo_nb02 import EX2
 from zoo_nb03 import EX3
-from zoo_nb06 import EXA, EXB, MERGE, SPLIT
+from zoo_nb06 import EX6A, EX6B, MERGE, SPLIT
 
 # What the message of a delegated answer holds: what it hands the work to, and the line.
 HANDED = ("hands the work to", "line")
@@ -110,26 +110,26 @@ MISTAKES = {
         HANDED,
     ),
     "Challenge A: the package's forward on the student's layer": Mistake(
-        EXA,
+        EX6A,
         "return tl.MultiHeadAttention.forward(self, H, need_weights=True)",
-        "exa.uses_package_layer",
+        "ex6a.uses_package_layer",
         HANDED,
     ),
     "Challenge A: a package layer built inside, weights copied": Mistake(
-        EXA,
+        EX6A,
         "ref = tl.MultiHeadAttention(tl.GPTConfig(d_model=H.shape[-1], n_heads=self.n_heads))\n"
         "ref.load_state_dict(self.state_dict())\nref.train(self.training)\n"
         "return ref(H, need_weights=True)",
-        "exa.uses_package_layer",
+        "ex6a.uses_package_layer",
         HANDED,
     ),
     "Challenge B: the package's forward on the student's block": Mistake(
-        EXB, "return tl.Block.forward(self, H)[0]", "exb.uses_package_block", HANDED
+        EX6B, "return tl.Block.forward(self, H)[0]", "ex6b.uses_package_block", HANDED
     ),
     "Challenge B: a saved reference to the package's forward": Mistake(
-        EXB,
+        EX6B,
         "step = vars(tl.Block)['forward']\nreturn step(self, H)[0]",
-        "exb.uses_package_block",
+        "ex6b.uses_package_block",
         HANDED,
     ),
 }
@@ -156,7 +156,7 @@ RIGHT = {
         "att = torch.nn.functional.softmax(att, dim=-1)\nreturn att @ V, att",
     ),
     "Challenge A: the student's own attention function reused": Right(
-        EXA,
+        EX6A,
         "import math\n"
         + SPLIT
         + "def attend(Q, K, V, allowed):\n"

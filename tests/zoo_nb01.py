@@ -9,8 +9,8 @@ from zoo import Exercise, Mistake, Right
 import transformer_lab as tl
 
 # Exercise 0's checkpoint prints one ✅.
-EX0 = Exercise("01_attention", "ex0_read_the_model", "ex0_check", (), 1, "ex0")
-EX1 = Exercise("01_attention", "ex1_attention", "ex1_check", (), 2, "ex1")
+EX0 = Exercise("01_attention", "ex0_read_the_model", "ex0_check", (), 1)
+EX1 = Exercise("01_attention", "ex1_attention", "ex1_check", (), 2)
 SHAPE = '("B", "n_heads", "T", "d_k")'
 
 ATTENTION = """
@@ -233,6 +233,15 @@ MISTAKES = {
         )
         for expected, gap in MISCOUNTS.items()
     },
+    "Ex0: a count off by no known mistake": Mistake(
+        EX0, f"return {COUNT + 1}, {SHAPE}", "ex0.wrong_count", "You are 1 over."
+    ),
+    "Ex1: an error of no known cause": Mistake(
+        EX1,
+        'raise KeyError("d_k")',
+        "ex1.raised",
+        ("raised KeyError", "The traceback above this message points at the line"),
+    ),
     "Ex1: softmax replaced by exp": Mistake(
         EX1,
         weights() + "A = torch.exp(scores)\nreturn A @ V, A",

@@ -3,7 +3,7 @@ the visible checks, the leak test and the hidden tests."""
 
 from zoo import Exercise, Mistake, Right
 
-EX2 = Exercise("02_causal_mask", "ex2_causal_mask", "ex2_check", (), 3, "ex2")
+EX2 = Exercise("02_causal_mask", "ex2_causal_mask", "ex2_check", (), 3)
 
 MISTAKES = {
     "upper triangle with the diagonal": Mistake(

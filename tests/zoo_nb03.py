@@ -3,7 +3,7 @@ positions students bring from the Annotated Transformer."""
 
 from zoo import Exercise, Mistake, Right
 
-EX3 = Exercise("03_positions", "ex3_embed", "ex3_check", (), 2, "ex3")
+EX3 = Exercise("03_positions", "ex3_embed", "ex3_check", (), 2)
 
 MISTAKES = {
     "positions concatenated": Mistake(

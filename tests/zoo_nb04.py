@@ -3,7 +3,7 @@ character). Also the F.cross_entropy mistakes students bring from other courses.
 
 from zoo import Exercise, Mistake, Right
 
-EX4 = Exercise("04_training", "ex4_metrics", "ex4_check", (), 2, "ex4")
+EX4 = Exercise("04_training", "ex4_metrics", "ex4_check", (), 2)
 
 PICKED = """
 log_probs = torch.log_softmax(logits, dim=-1)

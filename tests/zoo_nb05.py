@@ -2,7 +2,7 @@
 
 from zoo import Exercise, Mistake, Right
 
-EX5 = Exercise("05_heads", "ex5_mean_distance", "ex5_check", (), 2, "ex5")
+EX5 = Exercise("05_heads", "ex5_mean_distance", "ex5_check", (), 2)
 
 OFFSETS = """
 T = A.shape[-1]

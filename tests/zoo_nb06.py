@@ -9,8 +9,8 @@ judged."""
 from zoo import Exercise, Mistake, Right
 
 STEM = "06_stretch"
-EXA = Exercise(STEM, "ex6a_multi_head", "ex6a_check", (), 2, "exa")
-EXB = Exercise(STEM, "ex6b_block", "ex6b_check", ("ex6a_multi_head",), 2, "exb")
+EX6A = Exercise(STEM, "ex6a_multi_head", "ex6a_check", (), 2)
+EX6B = Exercise(STEM, "ex6b_block", "ex6b_check", ("ex6a_multi_head",), 2)
 
 MHA = """
 B, T, d_model = H.shape
@@ -64,96 +64,96 @@ MERGE = "V_bar = V_bar.transpose(1, 2).reshape(B, T, d_model)\n"
 
 MISTAKES_A = {
     "view(B, n_heads, T, d_k) directly": Mistake(
-        EXA,
+        EX6A,
         mha(split="X.view(B, self.n_heads, T, self.d_k)", merge="V_bar.reshape(B, T, d_model)"),
-        "exa.wrong_split_and_merge",
+        "ex6a.wrong_split_and_merge",
         "heads are cut wrongly",
     ),
     "view(B, n_heads, T, d_k), transposed back": Mistake(
-        EXA,
+        EX6A,
         mha(split="X.view(B, self.n_heads, T, self.d_k)"),
-        "exa.wrong_split",
+        "ex6a.wrong_split",
         "heads are cut wrongly",
     ),
     "merged without transposing back": Mistake(
-        EXA,
+        EX6A,
         mha(merge="V_bar.reshape(B, T, d_model)"),
-        "exa.merge_without_transpose",
+        "ex6a.merge_without_transpose",
         "put back together without transposing",
     ),
     "view after transpose": Mistake(
-        EXA,
+        EX6A,
         mha(merge="V_bar.transpose(1, 2).view(B, T, d_model)"),
-        "exa.view_after_transpose",
+        "ex6a.view_after_transpose",
         "no longer contiguous",
     ),
     "interleaved columns per head": Mistake(
-        EXA,
+        EX6A,
         mha(
             split="X.view(B, T, self.d_k, self.n_heads).permute(0, 3, 1, 2)",
             merge="V_bar.permute(0, 2, 3, 1).reshape(B, T, d_model)",
         ),
-        "exa.interleaved_heads",
+        "ex6a.interleaved_heads",
         "consecutive columns",
     ),
     "no causal mask": Mistake(
-        EXA,
+        EX6A,
         mha(attention="V_bar, A = tl.scaled_dot_product_attention(Q, K, V)"),
-        "exa.no_causal_mask",
+        "ex6a.no_causal_mask",
         "no causal mask",
     ),
     "mask transposed (reads the future)": Mistake(
-        EXA,
+        EX6A,
         mha(attention="V_bar, A = tl.scaled_dot_product_attention(Q, K, V, tl.causal_mask(T).T)"),
-        "exa.reads_future",
+        "ex6a.reads_the_future",
         "reads the future",
     ),
     "scaled by sqrt(d_model)": Mistake(
-        EXA,
+        EX6A,
         mha(attention=OWN_ATTENTION.format(scale="d_model ** 0.5")),
-        "exa.scaled_by_d_model",
+        "ex6a.scaled_by_d_model",
         "divided by sqrt(d_model)",
     ),
     "not scaled": Mistake(
-        EXA,
+        EX6A,
         mha(attention=OWN_ATTENTION.format(scale="1.0")),
-        "exa.no_sqrt_dk",
+        "ex6a.no_sqrt_dk",
         "not divided by sqrt(d_k)",
     ),
     "no W_proj": Mistake(
-        EXA, mha(output="self.drop(V_bar), A"), "exa.no_proj", "W_proj is missing"
+        EX6A, mha(output="self.drop(V_bar), A"), "ex6a.no_proj", "W_proj is missing"
     ),
     "no dropout": Mistake(
-        EXA, mha(output="self.proj(V_bar), A"), "exa.no_dropout", "self.drop is never applied"
+        EX6A, mha(output="self.proj(V_bar), A"), "ex6a.no_dropout", "self.drop is never applied"
     ),
     "returns the output only": Mistake(
-        EXA, mha(output="self.drop(self.proj(V_bar))"), "exa.not_a_pair", "pair (output, A)"
+        EX6A, mha(output="self.drop(self.proj(V_bar))"), "ex6a.not_a_pair", "pair (output, A)"
     ),
     "returns no weights": Mistake(
-        EXA,
+        EX6A,
         mha(output="self.drop(self.proj(V_bar)), None"),
-        "exa.wrong_weights_shape",
+        "ex6a.wrong_weights_shape",
         "the second value should be A",
     ),
     "returns the weights averaged over heads": Mistake(
-        EXA,
+        EX6A,
         mha(output="self.drop(self.proj(V_bar)), A.mean(1)"),
-        "exa.weights_averaged_over_heads",
+        "ex6a.weights_averaged_over_heads",
         "averaged over the heads",
     ),
     # The slips of a first-time PyTorch user.
     "K.T on the heads": Mistake(
-        EXA,
+        EX6A,
         mha(
             attention=OWN_ATTENTION.format(scale="self.d_k ** 0.5").replace(
                 "K.transpose(-2, -1)", "K.T"
             )
         ),
-        "exa.transpose_all_axes",
+        "ex6a.transpose_all_axes",
         "(B, n_heads, T, d_k).T is (d_k, T, n_heads, B)",
     ),
     "if mask: on a tensor": Mistake(
-        EXA,
+        EX6A,
         mha(
             attention="allowed = tl.causal_mask(T)\n"
             "scores = Q @ K.transpose(-2, -1) / self.d_k ** 0.5\n"
@@ -161,164 +161,166 @@ MISTAKES_A = {
             "    scores = scores.masked_fill(~allowed, float('-inf'))\n"
             "A = torch.softmax(scores, dim=-1)\nV_bar = A @ V"
         ),
-        "exa.tensor_as_condition",
+        "ex6a.tensor_as_condition",
         "is not None",
     ),
     # One case for each code the cases above do not reach.
     "Challenge A: the last position dropped": Mistake(
-        EXA, MHA_OUT + "return out[:, :-1], A", "exa.wrong_shape"
+        EX6A, MHA_OUT + "return out[:, :-1], A", "ex6a.wrong_shape"
     ),
-    "Challenge A: weights halved": Mistake(EXA, MHA_OUT + "return out, A / 2", "exa.wrong_weights"),
+    "Challenge A: weights halved": Mistake(
+        EX6A, MHA_OUT + "return out, A / 2", "ex6a.wrong_weights"
+    ),
     "Challenge A: nn.MultiheadAttention consulted": Mistake(
-        EXA,
+        EX6A,
         MHA_OUT + "torch.nn.MultiheadAttention(d_model, self.n_heads, batch_first=True)(H, H, H)\n"
         "return out, A",
-        "exa.uses_nn_multihead_attention",
+        "ex6a.uses_nn_multihead_attention",
     ),
     # Mistakes students bring from other courses.
     "Challenge A: F.dropout that ignores eval()": Mistake(
-        EXA,
+        EX6A,
         SPLIT
         + "V_bar, A = tl.scaled_dot_product_attention(Q, K, V, tl.causal_mask(T))\n"
         + MERGE
         + "return torch.nn.functional.dropout(self.proj(V_bar), 0.1), A",
-        "exa.dropout_in_eval",
+        "ex6a.dropout_in_eval",
     ),
     "Challenge A: PyTorch's mask convention (True = masked out)": Mistake(
-        EXA,
+        EX6A,
         SPLIT
         + "mask = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)\n"
         + "V_bar, A = tl.scaled_dot_product_attention(Q, K, V, mask)\n"
         + MERGE
         + "return self.drop(self.proj(V_bar)), A",
-        "exa.mask_inverted",
+        "ex6a.mask_inverted",
     ),
     "Challenge A: PyTorch's mask convention, empty rows zeroed": Mistake(
-        EXA,
+        EX6A,
         SPLIT
         + "mask = ~tl.causal_mask(T)\n"
         + "V_bar, A = tl.scaled_dot_product_attention(Q, K, V, mask, empty_row='zero')\n"
         + MERGE
         + "return self.drop(self.proj(V_bar)), A",
-        "exa.mask_inverted",
+        "ex6a.mask_inverted",
     ),
 }
 
 MISTAKES_B = {
     "post-norm (Equation 13)": Mistake(
-        EXB,
+        EX6B,
         block("H = self.ln1(H + self.attn(H)[0])", "return self.ln2(H + self.ffn(H))"),
-        "exb.post_norm",
+        "ex6b.post_norm",
         "post-norm",
     ),
     "no residual around attention": Mistake(
-        EXB,
+        EX6B,
         block("H = self.attn(self.ln1(H))[0]", PRE_NORM_FFN),
-        "exb.no_attn_residual",
+        "ex6b.no_attn_residual",
         "residual around attention is missing",
     ),
     "no residual around the feed-forward layer": Mistake(
-        EXB,
+        EX6B,
         block(PRE_NORM_ATTENTION, "return self.ffn(self.ln2(H))"),
-        "exb.no_ffn_residual",
+        "ex6b.no_ffn_residual",
         "residual around the feed-forward layer is missing",
     ),
     "no residuals": Mistake(
-        EXB,
+        EX6B,
         block("H = self.attn(self.ln1(H))[0]", "return self.ffn(self.ln2(H))"),
-        "exb.no_residuals",
+        "ex6b.no_residuals",
         "both residuals are missing",
     ),
     "LayerNorm of the stream itself, both sublayers": Mistake(
-        EXB,
+        EX6B,
         "H = self.ln1(H)\nH = H + self.attn(H)[0]\nH = self.ln2(H)\nreturn H + self.ffn(H)\n",
-        "exb.normed_stream",
+        "ex6b.normed_stream",
         "you normalize the stream itself",
     ),
     "LayerNorm of the stream itself, before attention": Mistake(
-        EXB,
+        EX6B,
         "H = self.ln1(H)\nH = H + self.attn(H)[0]\n" + PRE_NORM_FFN,
-        "exb.normed_stream_attn",
+        "ex6b.normed_stream_attn",
         "before attention you normalize the stream itself",
     ),
     "LayerNorm of the stream itself, before the feed-forward layer": Mistake(
-        EXB,
+        EX6B,
         PRE_NORM_ATTENTION + "\nH = self.ln2(H)\nreturn H + self.ffn(H)\n",
-        "exb.normed_stream_ffn",
+        "ex6b.normed_stream_ffn",
         "before the feed-forward layer you normalize the stream itself",
     ),
     "LayerNorm on the sublayer outputs": Mistake(
-        EXB,
+        EX6B,
         block("H = H + self.ln1(self.attn(H)[0])", "return H + self.ln2(self.ffn(H))"),
-        "exb.norm_after_sublayer",
+        "ex6b.norm_after_sublayer",
         "normalizes the sublayer's output",
     ),
     "LayerNorms swapped": Mistake(
-        EXB,
+        EX6B,
         block("H = H + self.attn(self.ln2(H))[0]", "return H + self.ffn(self.ln1(H))"),
-        "exb.swapped_norms",
+        "ex6b.swapped_norms",
         "swapped",
     ),
     "feed-forward layer reads the block's input": Mistake(
-        EXB,
+        EX6B,
         block("H1 = H + self.attn(self.ln1(H))[0]", "return H1 + self.ffn(self.ln2(H))"),
-        "exb.ffn_reads_input",
+        "ex6b.ffn_reads_input",
         "LN2 of the block's input H",
     ),
     "second residual adds the block's input": Mistake(
-        EXB,
+        EX6B,
         block("H1 = H + self.attn(self.ln1(H))[0]", "return H + self.ffn(self.ln2(H1))"),
-        "exb.ffn_residual_adds_input",
+        "ex6b.ffn_residual_adds_input",
         "adds the block's input H instead of H'",
     ),
     "no LayerNorm before the feed-forward layer": Mistake(
-        EXB,
+        EX6B,
         block(PRE_NORM_ATTENTION, "return H + self.ffn(H)"),
-        "exb.no_ln2",
+        "ex6b.no_ln2",
         "reads H' without LayerNorm",
     ),
     "no LayerNorm before attention": Mistake(
-        EXB,
+        EX6B,
         block("H = H + self.attn(H)[0]", PRE_NORM_FFN),
-        "exb.no_ln1",
+        "ex6b.no_ln1",
         "attention reads H without LayerNorm",
     ),
     "LayerNorm over positions and features": Mistake(
-        EXB,
+        EX6B,
         block(
             "H = H + self.attn(torch.nn.functional.layer_norm(H, H.shape[-2:]))[0]", PRE_NORM_FFN
         ),
-        "exb.mixes_positions",
+        "ex6b.reads_the_future",
         "only attention may mix positions",
     ),
     "in-place residual": Mistake(
-        EXB, block("H += self.attn(self.ln1(H))[0]", PRE_NORM_FFN), "exb.in_place_add", "in place"
+        EX6B, block("H += self.attn(self.ln1(H))[0]", PRE_NORM_FFN), "ex6b.in_place_add", "in place"
     ),
     "attention pair not unpacked": Mistake(
-        EXB,
+        EX6B,
         block("H = H + self.attn(self.ln1(H))", PRE_NORM_FFN),
-        "exb.pair_not_unpacked",
+        "ex6b.pair_not_unpacked",
         "Unpack it first",
     ),
     "returns a pair": Mistake(
-        EXB,
+        EX6B,
         block(PRE_NORM_ATTENTION, "return H + self.ffn(self.ln2(H)), None"),
-        "exb.returns_tuple",
+        "ex6b.returns_tuple",
         "the new H only",
     ),
     # One case for each code the cases above do not reach.
     "Challenge B: the last position dropped": Mistake(
-        EXB,
+        EX6B,
         "attended, _ = self.attn(self.ln1(H))\nH = H + attended\n"
         "return (H + self.ffn(self.ln2(H)))[:, :-1]",
-        "exb.wrong_shape",
+        "ex6b.wrong_shape",
     ),
     # Mistakes students bring from other courses.
     "Challenge B: F.dropout that ignores eval()": Mistake(
-        EXB,
+        EX6B,
         "attended, _ = self.attn(self.ln1(H))\nH = H + attended\n"
         "return H + torch.nn.functional.dropout(self.ffn(self.ln2(H)), 0.1)",
-        "exb.dropout_in_eval",
+        "ex6b.dropout_in_eval",
     ),
 }
 
@@ -327,24 +329,24 @@ assert len(MISTAKES) == len(MISTAKES_A) + len(MISTAKES_B), "a name is in both ta
 
 RIGHT = {
     "contiguous().view": Right(
-        EXA, mha(merge="V_bar.transpose(1, 2).contiguous().view(B, T, d_model)")
+        EX6A, mha(merge="V_bar.transpose(1, 2).contiguous().view(B, T, d_model)")
     ),
     "unflatten and flatten": Right(
-        EXA,
+        EX6A,
         mha(
             split="X.unflatten(-1, (self.n_heads, self.d_k)).transpose(1, 2)",
             merge="V_bar.transpose(1, 2).flatten(-2)",
         ),
     ),
     "permute": Right(
-        EXA,
+        EX6A,
         mha(
             split="X.reshape(B, T, self.n_heads, self.d_k).permute(0, 2, 1, 3)",
             merge="V_bar.permute(0, 2, 1, 3).reshape(B, T, d_model)",
         ),
     ),
     "own attention with einsum": Right(
-        EXA,
+        EX6A,
         mha(
             attention=(
                 'scores = torch.einsum("bhtd,bhsd->bhts", Q, K) / self.d_k ** 0.5\n'
@@ -355,7 +357,7 @@ RIGHT = {
         ),
     ),
     "a loop over the heads": Right(
-        EXA,
+        EX6A,
         """
         B, T, d_model = H.shape
         Q, K, V = self.W_Q(H), self.W_K(H), self.W_V(H)
@@ -372,14 +374,14 @@ RIGHT = {
         return self.drop(self.proj(V_bar)), torch.stack(weights, dim=1)
         """,
     ),
-    "the solution's two steps, inlined": Right(EXB, block(PRE_NORM_ATTENTION, PRE_NORM_FFN)),
+    "the solution's two steps, inlined": Right(EX6B, block(PRE_NORM_ATTENTION, PRE_NORM_FFN)),
     "named intermediate": Right(
-        EXB,
+        EX6B,
         "attended, _ = self.attn(self.ln1(H))\nH_prime = H + attended\n"
         "return H_prime + self.ffn(self.ln2(H_prime))\n",
     ),
     "functional layer_norm with the block's own parameters": Right(
-        EXB,
+        EX6B,
         "F = torch.nn.functional\n"
         "X = F.layer_norm(H, (H.shape[-1],), self.ln1.weight, self.ln1.bias, self.ln1.eps)\n"
         "H = H + self.attn(X)[0]\n"
@@ -388,4 +390,4 @@ RIGHT = {
     ),
 }
 
-EXERCISES = (EXA, EXB)
+EXERCISES = (EX6A, EX6B)

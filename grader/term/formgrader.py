@@ -27,7 +27,7 @@ from pathlib import Path
 
 from nbconvert.exporters import NotebookExporter
 
-from .course import GRADER, TRAINING_NOTEBOOK
+from ..course import GRADER, TRAINING_NOTEBOOK
 
 MANUAL = TRAINING_NOTEBOOK  # the notebook with a written answer (ex4_prediction)
 EXCHANGE = "exchange"  # in the course folder
@@ -35,7 +35,7 @@ STUDENT_EXTENSIONS = ("assignment_list", "course_list")  # nbgrader's, for stude
 REFUSED = (
     "The formgrader does not autograde: nbgrader's autograde would run {student}'s notebook "
     "outside the sandbox, with your own rights. Grade with `make autograde` "
-    "(`python -m grader autograde --student {student} --assignment {assignment}`), then reload "
+    "(`python -m grader autograde --student {student} --notebook {assignment}`), then reload "
     "this page."
 )
 
@@ -101,7 +101,7 @@ def urls(port: int, token: str, assignment: str = MANUAL) -> dict[str, str]:
 
 def main(course: Path, port: int | None = None) -> None:
     """Print where to go, then run the server until Ctrl-C."""
-    from .course import _scripts_on_path
+    from ..course import _scripts_on_path
 
     port, token = port or free_port(), secrets.token_hex(16)
     for name, url in urls(port, token).items():

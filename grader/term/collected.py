@@ -28,8 +28,9 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from . import deadlines, preflight, term_log
-from .course import GradingError, assignments, release_notebook
+from ..course import GradingError, assignments, release_notebook
+from ..engine import preflight
+from . import deadlines, term_log
 
 FOLDER = "collected"
 INDEX = "index.jsonl"

@@ -33,9 +33,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path, PurePosixPath
 
-from . import collected, deadlines, preflight, term_log
+from ..course import GradingError, assignments, course_settings, release_notebook
+from ..engine import preflight
+from . import collected, deadlines, term_log
 from .collected import Kept, Store
-from .course import GradingError, assignments, course_settings, release_notebook
 from .roster import Named, Roster, lms_name
 
 # Only the forms Colab, Drive and Windows give copies: "Copy of X", "X (1)", "X - Copy"; an id
@@ -220,7 +221,7 @@ def _group(hit: re.Match, name: str) -> str:
     return (hit[name] or "") if name in hit.re.groupindex else ""
 
 
-def _whose(item: Found, path: PurePosixPath, names: list[str], naming: Naming) -> str:
+def _find_student(item: Found, path: PurePosixPath, names: list[str], naming: Naming) -> str:
     """Sets the item's student (None, with the reason in its note, where there is none) and
     returns what of the name is left to name the notebook."""
     if naming.student:
@@ -229,7 +230,7 @@ def _whose(item: Found, path: PurePosixPath, names: list[str], naming: Naming) -
     named = naming.named(path)
     roster = naming.roster
     if named is None and roster is not None:
-        item.student, why = roster.starting(path.stem)
+        item.student, why = roster.id_at_start(path.stem)
         rest = path.stem[len(item.student) :] if item.student else path.stem
     elif named is None:  # as before rosters: the student is what precedes the notebook's name
         assignment, before = _name_match(path.stem, names)
@@ -256,7 +257,7 @@ def identify(files, names: list[str], releases: dict, naming: Naming | None = No
         if path.suffix.lower() != ".ipynb":
             item.note = "skipped: not a notebook (.ipynb)"
             continue
-        rest = _whose(item, path, names, naming)
+        rest = _find_student(item, path, names, naming)
         assignment, _ = _name_match(rest, names)
         if assignment is None and rest != path.stem:
             assignment, _ = _name_match(path.stem, names)
@@ -313,7 +314,7 @@ def collect(
     adopted = collected.adopt(store, broken)
     _keep(found, store, str(submissions.resolve()), broken)
     changed = collected.materialize(store)
-    found.summary = write_reports(course, submissions, found, adopted, changed)
+    found.summary = write_collect_table(course, submissions, found, adopted, changed)
     return found
 
 
@@ -429,7 +430,7 @@ def _handed_in(item: Found, course: Path, zone) -> str:
     return f"{text}, {late} late (due {term_log.shown(due, zone)})"
 
 
-def report(found: list[Found], course: Path, absent: dict[str, list[str]]) -> str:
+def collect_table(found: list[Found], course: Path, absent: dict[str, list[str]]) -> str:
     """The full table of one collect, and who handed in nothing."""
     zone = deadlines.course_timezone(course)
     lines = ["| file | student | notebook | handed in | kept as | status | note |"]
@@ -474,7 +475,7 @@ def summary(found: list[Found], adopted: list[Kept], changed: list, zone=None) -
     return "\n".join(lines)
 
 
-def write_reports(course: Path, batch: Path, found: list[Found], adopted, changed) -> str:
+def write_collect_table(course: Path, batch: Path, found: list[Found], adopted, changed) -> str:
     """reports/collect.md (this collect) and a section of the term's log; the terminal's text."""
     absent = missing(course)
     short = summary(found, adopted, changed, deadlines.course_timezone(course))
@@ -483,7 +484,7 @@ def write_reports(course: Path, batch: Path, found: list[Found], adopted, change
         names = ", ".join(nobody[:SHOWN]) + (", ..." if len(nobody) > SHOWN else "")
         short += f"\non the roster, nothing handed in at all: {len(nobody)}"
         short += f" ({names})" if nobody else ""
-    body = f"{short}\n\n{report(found, course, absent)}"
+    body = f"{short}\n\n{collect_table(found, course, absent)}"
     reports = course / "reports"
     reports.mkdir(parents=True, exist_ok=True)
     now = term_log.shown(datetime.now().astimezone(), deadlines.course_timezone(course))

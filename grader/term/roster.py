@@ -41,7 +41,7 @@ import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
-from .course import GradingError, course_settings, db_url
+from ..course import GradingError, course_settings, db_url
 
 ROSTER_FILE = "roster.csv"
 COLUMNS = ("id", "first_name", "last_name", "email", "lms_user_id")  # nbgrader's Student
@@ -248,9 +248,9 @@ class Roster:
             return self._one(self.by_login.get(squash(named.text), set()), named)
         if named.how == "moodle":
             return self._one(self.by_name.get(fold(named.text), set()), named)
-        return self.starting(named.text)
+        return self.id_at_start(named.text)
 
-    def starting(self, text: str) -> tuple[str | None, str]:
+    def id_at_start(self, text: str) -> tuple[str | None, str]:
         """The roster id the text is, or starts with before a separator: the longest one, so
         that `jdoe05_06_stretch` is jdoe05's even where jdoe0 is on the roster too."""
         low = text.casefold()

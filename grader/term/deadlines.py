@@ -39,7 +39,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from nbgrader.plugins import LateSubmissionPlugin
 from traitlets import Float
 
-from .course import (
+from ..course import (
     GradingError,
     assignments,
     course_settings,

@@ -3,14 +3,14 @@ when it runs past its limit or its autograde run is stopped. The standard librar
 
 autograde runs `run_job` in threads of its own. A Dask worker runs it as a command instead,
 
-    python -m grader.supervisor --timeout 600 --run RUN -- JOB COMMAND ... < notebook
+    python -m grader.engine.supervisor --timeout 600 --run RUN -- JOB COMMAND ... < notebook
 
 because a task that a worker unpickles may name nothing but what every worker can import: a
 worker started with `dask worker` has the environment of `make setup`, not the checkout on its
 path. The task is `subprocess.run` of this command, whose environment (PYTHONPATH) leads it to
 the checkout. Ctrl-C in autograde then runs, on every worker,
 
-    python -m grader.supervisor --stop RUN
+    python -m grader.engine.supervisor --stop RUN
 
 which marks RUN stopped on that machine (none of its jobs starts after) and kills its
 supervisors there with their jobs. A supervisor whose worker died kills its job and exits: the
@@ -153,11 +153,11 @@ def run_job(
 def command(job: list[str], notebook_timeout: int, run: str) -> list[str]:
     """The command line that runs `job` under a supervisor process (the notebook on stdin)."""
     limits = [f"--timeout={notebook_timeout}", f"--run={run}"]
-    return [sys.executable, "-m", "grader.supervisor", *limits, "--", *job]
+    return [sys.executable, "-m", "grader.engine.supervisor", *limits, "--", *job]
 
 
 def stop_command(run: str) -> list[str]:
-    return [sys.executable, "-m", "grader.supervisor", f"--stop={run}"]
+    return [sys.executable, "-m", "grader.engine.supervisor", f"--stop={run}"]
 
 
 def result(done: subprocess.CompletedProcess) -> dict:
@@ -180,7 +180,7 @@ def _supervisors_of(run: str) -> list[int]:
         with contextlib.suppress(OSError):
             args = cmdline.read_bytes().decode(errors="replace").split("\0")
             options = args[: args.index("--")] if "--" in args else args
-            if "grader.supervisor" in options and f"--run={run}" in options:
+            if "grader.engine.supervisor" in options and f"--run={run}" in options:
                 found.append(int(cmdline.parent.name))
     return found
 
@@ -229,23 +229,3 @@ def main(argv: list[str] | None = None) -> None:
 
 if __name__ == "__main__":
     main()
-
-
-@contextlib.contextmanager
-def ctrl_c_waits():
-    """Ctrl-C takes effect when the block ends: a save under way (the gradebook with its
-    job.json, a model with the JSON that vouches for it) finishes first, so a rerun neither
-    loses a result nor trusts a half-written one."""
-    # Signals reach the main thread only; a handler set outside Python (None) is left alone.
-    main = threading.current_thread() is threading.main_thread()
-    if not main or signal.getsignal(signal.SIGINT) is None:
-        yield
-        return
-    caught = []
-    previous = signal.signal(signal.SIGINT, lambda *_: caught.append(True))
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-    if caught:
-        signal.raise_signal(signal.SIGINT)  # delivered again, now to the usual handler

@@ -7,7 +7,7 @@ trace hook or an IPython input transformer, or patch builtins, and a check may t
 code has no place in a lab exercise, so the report quotes it for the instructor to read. A flag
 never changes a score: a false alarm costs a look, not a grade. Copies (of the course's
 solutions, the package's references or a classmate) are a matter for the whole class at once:
-grader/copies.py.
+grader/term/copies.py.
 
 Only the student's cells are read: the exercise cells and any cell the student added, as they
 ran (after the locked cells and hidden tests were restored), not the release's own cells.
@@ -20,6 +20,8 @@ import re
 from collections.abc import Iterator
 
 import nbformat
+
+from ..cells import parse_cell
 
 # (what it does, pattern), matched against each line of the student's code.
 TOUCHES = (
@@ -38,20 +40,6 @@ TOUCH_PATTERNS = [(what, re.compile(pattern)) for what, pattern in TOUCHES]
 GUARDED = ("checkpoints", "torch", "transformer_lab")
 # Calls that run a string as code: a literal string given to them is read like a cell.
 RUNS_CODE = {"exec", "eval", "compile", "run_cell"}
-
-
-def parse_cell(source: str) -> ast.Module | None:
-    """The cell's syntax tree; IPython's `%magic` and `!shell` lines read as `pass`. None where
-    the cell is not Python: it raised a SyntaxError when it ran, so it did nothing."""
-    try:
-        return ast.parse(source)
-    except (SyntaxError, ValueError):
-        pass
-    magic = re.compile(r"^([ \t]*)[%!].*$", re.MULTILINE)
-    try:
-        return ast.parse(magic.sub(r"\1pass", source))
-    except (SyntaxError, ValueError):
-        return None
 
 
 def _root(node: ast.AST) -> str | None:

@@ -21,9 +21,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .course import GRADER
+from ..course import ROOT
 
-ROOT = GRADER.parent
 SCRATCH = "/tmp"  # inside the sandbox: the job's scratch folder, its HOME and its temp files
 SCRATCH_MB = 1024
 # Of the checkout, only what a grading job imports or reads: not solutions/, not submissions.
@@ -45,7 +44,7 @@ ETC = (
 )
 FONT_CACHE = "/var/cache/fontconfig"  # so that matplotlib need not build one in every job
 INSTALL = (
-    "Grading runs every notebook in a bubblewrap sandbox, and `bwrap` {problem}. Install it: "
+    "Grading runs every notebook in a bubblewrap sandbox, and `bwrap` {why_not}. Install it: "
     "`sudo apt-get install bubblewrap` (Debian, Ubuntu), `sudo dnf install bubblewrap` "
     "(Fedora), `sudo pacman -S bubblewrap` (Arch). On Ubuntu 24.04 and later the package's "
     "AppArmor profile lets it make its namespaces. To grade trusted notebooks without a "
@@ -137,7 +136,7 @@ def command(job: list[str], course: Path, corpus: Path) -> list[str]:
 
 
 @functools.cache
-def problem() -> str | None:
+def why_no_sandbox() -> str | None:
     """Why no sandbox can be built here, or None when bubblewrap works."""
     if shutil.which("bwrap") is None:
         return "is not installed"

@@ -38,9 +38,9 @@ from pathlib import Path
 
 from nbgrader.plugins import CsvExportPlugin
 
+from ..course import db_url
 from . import deadlines, roster
-from .autograde import load_outcomes
-from .course import db_url
+from .scores import load_outcomes
 
 SCORED = ("graded", "late")
 COUNTED = (*SCORED, "missing")  # in the total; a missing notebook counts 0

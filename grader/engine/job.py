@@ -1,6 +1,6 @@
 """One grading job: execute one sanitized notebook in a scratch folder, hand back the result.
 
-    python -m grader.job --cell-timeout 60 --memory-gb 4 < in.ipynb > result.json
+    python -m grader.engine.job --cell-timeout 60 --memory-gb 4 < in.ipynb > result.json
 
 The notebook (with its hidden tests) arrives on stdin and the executed notebook leaves on stdout,
 inside a JSON object with the wall time. The job touches no gradebook and no course folder, so
@@ -24,7 +24,7 @@ import nbformat
 from nbclient import NotebookClient
 from nbclient.exceptions import DeadKernelError
 
-from .course import MEMORY_GB
+from ..course import MEMORY_GB
 
 # What the kernel may see of the grader's environment: enough to run Python and find the data.
 PASSED_ENV = (

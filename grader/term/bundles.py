@@ -24,8 +24,8 @@ import zipfile
 from pathlib import Path, PurePosixPath
 
 from . import collected, deadlines
-from .autograde import load_outcomes
 from .roster import lms_name
+from .scores import load_outcomes
 
 WHAT_TO_DO = {
     "quarantined": (

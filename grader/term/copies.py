@@ -58,9 +58,8 @@ from pathlib import Path
 
 import nbformat
 
-from .course import release_notebook
-from .review import parse_cell
-from .sandbox import ROOT
+from ..cells import parse_cell
+from ..course import ROOT, release_notebook
 
 
 @dataclass(frozen=True)
@@ -753,8 +752,8 @@ def pairs_report(course: Path) -> list[Path]:
         "# Copies",
         "",
         f"Each student's own code, per exercise and per notebook, against the course's "
-        f"solutions, the package's references and every classmate (grader/copies.py): the share "
-        f"of the student's code found in the source, flagged from {CODE.published:.0%} of a "
+        f"solutions, the package's references and every classmate (grader/term/copies.py): the "
+        f"share of the student's code found in the source, flagged from {CODE.published:.0%} of a "
         f"published source, {CODE.classmate:.0%} of a classmate's (code the class shares weighs "
         f"less) and {CODE.min_tokens} tokens ({TEXT.min_tokens} words for a written answer, "
         f"{TEXT.published:.0%}). Most shared "

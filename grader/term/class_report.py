@@ -1,14 +1,15 @@
 """The class report for the debrief: per exercise, how many passed, which mistakes, how many not
 done, from the autograded notebooks.
 
-    python -m grader report          (make class-report)
+    python -m grader class-report    (make class-report)
 
 Each graded check cell of an autograded notebook ends in one of three ways: it passed (no error
 output), the exercise was not done (a `NotDoneYet`, code `exN.not_done`), or a check failed with
-a mistake code (`CheckFailed`'s `[ex1.no_sqrt_dk]`; other errors count as `other.<ErrorName>`).
-The report counts codes, not sentences, so rewording a message changes nothing here. It reads
-whatever has been graded so far, so it works on a partial run, of the notebooks course.toml
-assigns (all released ones by default).
+a mistake code (`ex1.no_sqrt_dk`, declared in checkpoints/codes.py; other errors count as
+`other.<ErrorName>`). The code is read from the result the failing check left in the notebook as
+data (checkpoints/results.py), not from its message, so rewording a message changes nothing
+here. It reads whatever has been graded so far, so it works on a partial run, of the notebooks
+course.toml assigns (all released ones by default).
 
 Written to reports/: class.md, class.csv (one row per check and outcome), class_pass_rate.png
 and class_mistakes.png. They carry no student names unless asked (`--names`), so they can be
@@ -26,10 +27,10 @@ from pathlib import Path
 
 import nbformat
 
-from checkpoints import split_code
+from checkpoints import results
 
+from ..course import db_url, job_file
 from .copies import pairs_report
-from .course import db_url, job_file
 from .deadlines import assigned
 
 PASSED = "passed"
@@ -62,12 +63,15 @@ class Check:
 
 
 def outcome(cell) -> tuple[str, str]:
-    """(outcome, its message) of one executed graded cell."""
+    """(outcome, its message) of one executed graded cell: its check's code, read from the
+    result the failing check left as data."""
     errors = [o for o in cell.get("outputs", []) if o.output_type == "error"]
     if not errors:
         return PASSED, ""
-    error = errors[0]
-    return split_code(error.evalue) or (f"other.{error.ename}", error.evalue.strip())
+    failed = [r for r in results.of_cell(cell) if not r.passed]
+    if failed:
+        return failed[0].code, failed[0].message
+    return f"other.{errors[0].ename}", errors[0].evalue.strip()
 
 
 def _scores(course: Path) -> dict[tuple[str, str, str], tuple[float, float]]:

@@ -1,0 +1,127 @@
+"""What can change a notebook's scores, hashed: part of each submission's rerun key, so that
+autograde grades a submission again when one of these changed, and only then.
+
+    the engine           grader/engine/, and what its jobs import of grader/ (course.py, the
+                         nbgrader configuration)
+    the package          transformer_lab/, which every notebook and every check imports
+    the notebook's checks  the checkpoints modules its release imports, and theirs in turn
+                         (_core.py, _watch.py, _devices.py, __init__.py): a check edited
+                         regrades its notebook, not the others
+    the release          the notebook as released (locked cells, hidden tests, points)
+    the data it reads    for a notebook that loads the course's recorded mini-GPT, the runs of
+                         data/baselines.json that choose it (their provenance) and the model
+                         files; the recorded figures (results) are only shown, never checked
+
+The term (grader/term/: rosters, due dates, reports, grade sheets) is not in it: editing it
+regrades no one. Nor is baselines.json for a notebook that only shows its numbers.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+from pathlib import Path
+
+from ..cells import parse_cell
+
+ENGINE = (
+    "grader/__init__.py",
+    "grader/course.py",
+    "grader/nbgrader_config.py",
+    "grader/engine/*.py",
+)
+PACKAGE = ("transformer_lab/**/*.py",)
+CHECKS = "checkpoints"
+# A notebook that calls one of these reads data/: the recorded runs choose a model file.
+MODEL_LOADERS = ("load_trained_gpt",)
+BASELINES = "data/baselines.json"
+
+
+def digests(course: Path, releases: dict, root: Path) -> dict[str, str]:
+    """notebook -> SHA-256 of everything that can change its scores (see the docstring)."""
+    shared = [path for pattern in ENGINE + PACKAGE for path in sorted(root.glob(pattern))]
+    found = {}
+    for name, release in releases.items():
+        code = _code(release)
+        digest = hashlib.sha256()
+        for path in shared + checks_read(code, root):
+            digest.update(_entry(path, root))
+        release_file = Path(course) / "release" / name / f"{name}.ipynb"
+        digest.update(_entry(release_file, Path(course)))
+        if _calls(code, MODEL_LOADERS):
+            digest.update(recorded_models(root))
+        found[name] = digest.hexdigest()
+    return found
+
+
+def _code(notebook) -> list[ast.Module]:
+    """The syntax trees of the notebook's code cells (those that parse)."""
+    trees = [parse_cell(cell.source) for cell in notebook.cells if cell.cell_type == "code"]
+    return [tree for tree in trees if tree is not None]
+
+
+def _entry(path: Path, top: Path) -> bytes:
+    content = path.read_bytes()
+    return f"{path.relative_to(top)}\0{len(content)}\0".encode() + hashlib.sha256(content).digest()
+
+
+def checks_read(code: list[ast.Module], root: Path) -> list[Path]:
+    """The checkpoints modules the notebook's code imports, with theirs, sorted."""
+    folder = root / CHECKS
+    todo = [name for tree in code for name in _checkpoints_imported(tree, folder, None)]
+    todo.append("__init__")  # importing any of them runs the package's __init__ first
+    found = set()
+    while todo:
+        name = todo.pop()
+        if name in found:
+            continue
+        found.add(name)
+        tree = ast.parse((folder / f"{name}.py").read_text(encoding="utf-8"))
+        todo += [n for n in _checkpoints_imported(tree, folder, name) if n not in found]
+    return sorted(folder / f"{name}.py" for name in found)
+
+
+def _checkpoints_imported(tree: ast.Module, folder: Path, inside: str | None) -> list[str]:
+    """Modules of checkpoints/ that `tree` imports: absolutely, or relatively when `inside` is
+    one of them."""
+    names = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names += [a.name.split(".")[1] for a in node.names if a.name.startswith(CHECKS + ".")]
+        elif isinstance(node, ast.ImportFrom):
+            relative = node.level == 1 and inside is not None
+            if node.module == CHECKS or (relative and node.module is None):
+                names += [a.name for a in node.names]  # a module, or a name from __init__
+            elif node.module and (node.module.startswith(CHECKS + ".") or relative):
+                names.append(node.module.removeprefix(CHECKS + "."))
+    return [n for n in names if (folder / f"{n}.py").is_file()]
+
+
+def _calls(code: list[ast.Module], functions: tuple[str, ...]) -> bool:
+    for tree in code:
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call):
+                called = node.func
+                name = (
+                    called.attr if isinstance(called, ast.Attribute) else getattr(called, "id", "")
+                )
+                if name in functions:
+                    return True
+    return False
+
+
+def recorded_models(root: Path) -> bytes:
+    """The part of data/ that chooses and holds the recorded mini-GPT: each run but its results
+    (its mode and device class, its provenance: the model file and that file's SHA-256) and the
+    model files themselves. A refreshed figure (a run's results) leaves it as it is."""
+    path = root / BASELINES
+    if not path.is_file():
+        return b"no baselines"
+    runs = json.loads(path.read_text(encoding="utf-8")).get("runs", {})
+    chosen = {key: {k: v for k, v in run.items() if k != "results"} for key, run in runs.items()}
+    provenance = [run.get("provenance", {}) for run in chosen.values()]
+    models = sorted({p["model"]["file"] for p in provenance if "model" in p})
+    parts = [json.dumps(chosen, sort_keys=True).encode()]
+    parts += [_entry(path.parent / name, root) for name in models if (path.parent / name).is_file()]
+    return b"\0".join(parts)

@@ -1,0 +1,222 @@
+"""The term's half of `make autograde`: the engine grades (grader/engine/autograde.py), then the
+term settles lateness on the scores it saved, flags copies across the class, writes the scores
+table (reports/autograde.md, and autograde.json that the grade sheet and feedback read) and
+appends the step to the term's log. None of this can change a score the engine saved; a late
+penalty is nbgrader's own, applied to those scores (deadlines.settle).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections import Counter
+from dataclasses import asdict, fields
+from pathlib import Path
+
+from ..engine import autograde as engine
+from ..outcome import GRADED, Outcome
+from . import copies, deadlines, term_log
+
+QUIET = logging.getLogger("grader.nbgrader")
+
+
+def autograde(course: Path, students=None, notebooks=None, **engine_options) -> list[Outcome]:
+    """Grade (engine.grade takes `engine_options`: workers, limits, sandbox, scheduler), then
+    settle lateness, flag copies and write the scores table over the last one: a run limited to
+    some students or notebooks keeps everyone else's rows. On Ctrl-C, what was saved is settled
+    and logged, and engine.Interrupted goes on up."""
+    course = Path(course)
+    isolated = engine.isolation(engine_options.get("sandboxed", True))
+    try:
+        outcomes = engine.grade(course, students=students, notebooks=notebooks, **engine_options)
+    except engine.Interrupted as stop:
+        settle(course, stop.outcomes)
+        term_log.append(course, "autograde, interrupted", f"{summary(stop.outcomes)}\n\n{stop}")
+        raise
+    settle(course, outcomes)
+    # Copies are the whole class's matter: flagged once every notebook is in, none scored.
+    everyone = copies.with_copies(course, merged(course, outcomes, students, notebooks))
+    write_scores_table(course, everyone, isolated)
+    term_log.append(course, "autograde" + _scope(students, notebooks), log_entry(outcomes))
+    return outcomes
+
+
+def settle(course: Path, outcomes: list[Outcome]) -> None:
+    """Due dates, times handed in and extensions into the gradebook, then nbgrader's late
+    penalty on the scores the engine saved, for each graded notebook: on every autograde, graded
+    again or not, so that a changed due date, extension or policy applies without executing
+    anything again."""
+    for o in outcomes:
+        if o.status in GRADED:
+            o.seconds_late, o.late_penalty = deadlines.settle(
+                course, o.student, o.assignment, QUIET
+            )
+
+
+def summary(outcomes: list[Outcome]) -> str:
+    """One line for the terminal and the term's log: how many notebooks ran, were reused (their
+    last run's scores kept: nothing their job sees had changed) or could not be graded."""
+    n = Counter(o.status for o in outcomes)
+    return (
+        f"{len(outcomes)} notebooks: {n['graded']} graded, {n['unchanged']} reused from their last "
+        f"run (unchanged), {n['quarantined']} quarantined, {n['failed']} failed"
+    )
+
+
+def log_entry(outcomes: list[Outcome]) -> str:
+    """The summary, and each notebook that could not be graded, with the reason."""
+    lines = [summary(outcomes), ""]
+    lines += [
+        f"- {o.student} / {o.assignment}: {o.status}: {o.reason}"
+        for o in outcomes
+        if o.status in ("quarantined", "failed")
+    ]
+    return "\n".join(lines + ["", "The scores: reports/autograde.md."])
+
+
+def _scope(students, notebooks) -> str:
+    """' --student bob --notebook 01_attention': what a limited run was limited to."""
+    said = f" --student {' '.join(students)}" if students else ""
+    return said + (f" --notebook {' '.join(notebooks)}" if notebooks else "")
+
+
+def scores_table(outcomes: list[Outcome], isolated: str, notebooks: list) -> str:
+    """Students down, the assigned notebooks across (deadlines.notebooks): score / the release's
+    points, or why there is none; the total out of the same maximum for everyone, as the grade
+    sheet counts it; then the notes, grouped by kind."""
+    table = {(o.student, o.assignment): o for o in outcomes}
+    out_of = sum(nb.out_of for nb in notebooks)
+    lines = [
+        "| student | " + " | ".join(map(_heading, notebooks)) + f" | total / {out_of:g} | review |",
+        "|---|" + "---|" * (len(notebooks) + 2),
+    ]
+    for student in sorted({o.student for o in outcomes}):
+        mine = [table.get((student, nb.name)) for nb in notebooks]
+        flagged = [copies.review_cell(o.assignment, o.flags) for o in mine if o and o.flags]
+        review_cell = "⚑ " + " · ".join(flagged) if flagged else ""
+        cells = [_cell(o, nb) for o, nb in zip(mine, notebooks, strict=True)]
+        total = _total(mine, notebooks)
+        lines.append(f"| {student} | " + " | ".join(cells) + f" | {total} | {review_cell} |")
+    counted = {nb.name for nb in notebooks}
+    lines += ["", f"Sandbox: {isolated}.", _legend(notebooks)]
+    lines += _notes([o for o in outcomes if o.assignment in counted])
+    unassigned = sorted({o.assignment for o in outcomes} - counted)
+    if unassigned:
+        lines += ["", f"Handed in, not assigned (course.toml): {', '.join(unassigned)}."]
+    return "\n".join(lines) + "\n"
+
+
+def _heading(nb) -> str:
+    return nb.name + " (extra credit)" * nb.extra_credit + " (not due yet)" * (not nb.due)
+
+
+def _cell(o: Outcome | None, nb) -> str:
+    if o is None:
+        return "–"
+    if o.status not in GRADED:
+        return o.status
+    manual = f" (+{o.needs_manual} to grade by hand)" if o.needs_manual else ""
+    late = f" late −{o.late_penalty:g}" if o.seconds_late else ""
+    return f"{o.score:g} / {nb.points:g}{manual}{late}"
+
+
+def _total(mine: list, notebooks: list) -> str:
+    """The grade sheet's total: nothing handed in counts 0, and there is none while a notebook is
+    quarantined or failed."""
+    total, out_of = 0.0, sum(nb.out_of for nb in notebooks)
+    for o in mine:
+        if o is None:
+            continue
+        if o.status not in GRADED:
+            return f"– / {out_of:g}"
+        total += o.score - o.late_penalty
+    return f"{total:g} / {out_of:g}"
+
+
+def _legend(notebooks: list) -> str:
+    extra = ", ".join(nb.name for nb in notebooks if nb.extra_credit)
+    later = ", ".join(nb.name for nb in notebooks if not nb.due)
+    said = (
+        "Each notebook is out of its release's points; the total, as the grade sheet has it, "
+        "out of those of the notebooks course.toml assigns."
+    )
+    if extra:
+        said += f" Extra credit ({extra}): its points add to the total, not to its maximum."
+    if later:
+        said += f" Not due yet ({later}): nothing handed in is no loss yet."
+    return said
+
+
+NOTE_KINDS = {
+    "late": "Late (course.toml's due dates and [late] policy)",
+    "not graded": "Not graded: quarantined or failed (the grade sheet leaves them empty)",
+    "cut short": "Graded in part: the kernel died",
+    "repaired": "Repaired by preflight",
+    "review": "Review: copies, and code that touches the checking machinery",
+}
+REVIEW = (
+    "Code in the student's own cells that touches the checking machinery (checkpoints, torch's "
+    "attributes, sys.modules, trace hooks, input transformers, builtins, unittest.mock), and "
+    "the student's own code that another source covers (the course's solution, the package's "
+    "reference or a classmate, with the share of the student's code it covers; side by side in "
+    "`make class-report`'s reports/copies/). A flag does not change a score; read the quoted line."
+)
+
+
+def _notes(outcomes: list[Outcome]) -> list[str]:
+    """What happened to whom, one heading per kind, only kinds that happened."""
+    kinds: dict[str, list[str]] = {kind: [] for kind in NOTE_KINDS}
+    for o in outcomes:
+        who = f"- {o.student} / {o.assignment}: "
+        if o.seconds_late and o.status in GRADED:
+            kinds["late"].append(who + _late_note(o))
+        if o.reason:
+            kind = "not graded" if o.status in ("quarantined", "failed") else "cut short"
+            kinds[kind].append(who + (f"{o.status}: " if kind == "not graded" else "") + o.reason)
+        kinds["repaired"] += [who + r for r in o.repairs]
+        kinds["review"] += [who + f for f in o.flags]
+    lines = []
+    for kind, notes in kinds.items():
+        if notes:
+            lines += ["", f"### {NOTE_KINDS[kind]}", ""]
+            lines += [REVIEW, ""] if kind == "review" else []
+            lines += notes
+    return lines
+
+
+def _late_note(o: Outcome) -> str:
+    taken = f"{o.late_penalty:g} of {o.score:g} points taken" if o.late_penalty else "no penalty"
+    return f"handed in {deadlines.describe(o.seconds_late)} late (course.toml): {taken}"
+
+
+def write_scores_table(course: Path, outcomes: list[Outcome], isolated: str) -> None:
+    folder = Path(course) / "reports"
+    folder.mkdir(parents=True, exist_ok=True)
+    text = scores_table(outcomes, isolated, deadlines.notebooks(course))
+    (folder / "autograde.md").write_text(text, encoding="utf-8")
+    (folder / "autograde.json").write_text(
+        json.dumps({"sandbox": isolated, "outcomes": [asdict(o) for o in outcomes]}, indent=2),
+        encoding="utf-8",
+    )
+
+
+def load_outcomes(course: Path) -> list[Outcome]:
+    """Every notebook's last outcome, as the last report (reports/autograde.json) holds it."""
+    saved = Path(course) / "reports" / "autograde.json"
+    if not saved.is_file():
+        return []
+    known = {f.name for f in fields(Outcome)}  # a report written by another version may differ
+    rows = json.loads(saved.read_text(encoding="utf-8"))["outcomes"]
+    return [Outcome(**{k: v for k, v in o.items() if k in known}) for o in rows]
+
+
+def merged(course: Path, outcomes: list[Outcome], students=None, notebooks=None) -> list[Outcome]:
+    """This run's outcomes over the last report's: a run limited to some students or notebooks
+    replaces their rows and keeps everyone else's, so the report stays the whole class's."""
+
+    def in_scope(o: Outcome) -> bool:
+        in_notebooks = not notebooks or o.assignment in notebooks
+        return (not students or o.student in students) and in_notebooks
+
+    kept = [o for o in load_outcomes(course) if not in_scope(o)]
+    return sorted(kept + outcomes, key=lambda o: (o.student, o.assignment))

@@ -1,0 +1,89 @@
+"""The class report (grader/term/class_report.py) on a class fabricated as autograded notebooks:
+no sandbox and no grading. Each graded check's outcome is read from what the check left in the
+notebook (no error: passed; a failure: its code), counted per check, named only when asked, and
+drawn. That real grading leaves what it reads is test_grading.py's."""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import asdict
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from checkpoints.results import MIME, Result
+from grader.course import release_notebook
+from grader.term.class_report import class_report
+from maintainer.fabricated_class import release
+
+NB = "01_attention"
+NO_SQRT = ("ex1.no_sqrt_dk", "Exercise 1: the scores are not divided by sqrt(d_k).")
+NOT_DONE = ("ex1.not_done", "Exercise 1 is not done yet.")
+# student -> the failures of their ex1_check (ex0_check passes for everyone)
+CLASS = {"ann": None, "bob": NO_SQRT, "cyd": NO_SQRT, "dee": NOT_DONE}
+
+
+def executed(course: Path, failure: tuple[str, str] | None) -> nbformat.NotebookNode:
+    """The release as autograde leaves it: each check cell printed a tick, or, in ex1_check,
+    left `failure` as data and raised."""
+    nb = release_notebook(course, NB)
+    for cell in nb.cells:
+        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
+        if not cell.metadata.get("nbgrader", {}).get("grade"):
+            continue
+        cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text="✅ passed\n")]
+        if grade_id == "ex1_check" and failure:
+            code, message = failure
+            left = asdict(Result("ex1", code, False, message))
+            cell.outputs = [
+                nbformat.v4.new_output("display_data", data={"text/plain": "", MIME: left}),
+                nbformat.v4.new_output(
+                    "error", ename="CheckFailed", evalue=f"{message} [{code}]", traceback=[]
+                ),
+            ]
+    return nb
+
+
+@pytest.fixture(scope="module")
+def course(tmp_path_factory) -> Path:
+    course = tmp_path_factory.mktemp("course")
+    release(course)
+    for student, failure in CLASS.items():
+        path = course / "autograded" / student / NB / f"{NB}.ipynb"
+        path.parent.mkdir(parents=True)
+        nbformat.write(executed(course, failure), path)
+    return course
+
+
+def counts(course: Path) -> dict[tuple[str, str], tuple[int, int]]:
+    rows = csv.DictReader((course / "reports" / "class.csv").open(encoding="utf-8"))
+    return {(r["check"], r["outcome"]): (int(r["students"]), int(r["of"])) for r in rows}
+
+
+def test_each_check_counts_its_outcomes_by_the_code_left(course):
+    written = class_report(course)
+    assert counts(course) == {
+        ("ex0_check", "passed"): (4, 4),
+        ("ex1_check", "ex1.no_sqrt_dk"): (2, 4),
+        ("ex1_check", "passed"): (1, 4),
+        ("ex1_check", "ex1.not_done"): (1, 4),
+    }
+    text = (course / "reports" / "class.md").read_text(encoding="utf-8")
+    # students, passed, not done; no gradebook here, so no scores
+    assert "| 01_attention | ex1_check | 4 | 1 (25%) | 1 | – | – |" in text
+    # the message without its exercise, which the heading above it names
+    assert "- **2** × `ex1.no_sqrt_dk`: the scores are not divided by sqrt(d_k).\n" in text
+    assert "`ex1.not_done`" not in text  # not done is a column, not a mistake
+    for picture in ("class_pass_rate.png", "class_mistakes.png"):
+        path = course / "reports" / picture
+        assert path in written and path.read_bytes().startswith(b"\x89PNG")
+
+
+def test_names_appear_only_when_asked(course):
+    class_report(course)
+    text = (course / "reports" / "class.md").read_text(encoding="utf-8")
+    assert not any(student in text for student in CLASS)
+    class_report(course, names=True)
+    text = (course / "reports" / "class.md").read_text(encoding="utf-8")
+    assert "`ex1.no_sqrt_dk`: the scores are not divided by sqrt(d_k). (bob, cyd)\n" in text

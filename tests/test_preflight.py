@@ -1,0 +1,98 @@
+"""Preflight (grader/engine/preflight.py), called directly on the fabricated class's files: no
+sandbox and no grading. A damaged file comes back repaired, every graded cell of the release
+where the release has it, with one line per repair; a file that is not a notebook, or not this
+one, is quarantined with the reason. That the repairs and reasons reach what the instructor
+reads is test_grading.py's."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from grader.course import release_notebook
+from grader.engine import preflight
+from maintainer.fabricated_class import colab_shaped, fabricate, perfect, release
+
+NB = "01_attention"
+
+
+@pytest.fixture(scope="module")
+def course(tmp_path_factory) -> Path:
+    course = tmp_path_factory.mktemp("course")
+    release(course)
+    return course
+
+
+@pytest.fixture(scope="module")
+def downloads(course, tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("downloads")
+    fabricate(course, folder)
+    return folder
+
+
+def graded_cells(nb: nbformat.NotebookNode) -> list[tuple[str, str]]:
+    """(grade id, cell type) of each cell with nbgrader metadata, in order."""
+    return [
+        (c.metadata.nbgrader.grade_id, c.cell_type)
+        for c in nb.cells
+        if c.metadata.get("nbgrader", {}).get("grade_id")
+    ]
+
+
+def checked(course: Path, raw: bytes) -> preflight.Preflight:
+    return preflight.preflight(raw, release_notebook(course, NB))
+
+
+@pytest.mark.parametrize("student", ["perfect", "untouched", "workshop", "edited"])
+def test_a_notebook_with_every_graded_cell_in_place_needs_no_repair(course, downloads, student):
+    """edited: a check cell whose code was changed keeps its metadata; nbgrader puts the
+    release's source back when it sanitizes."""
+    result = checked(course, (downloads / student / f"{NB}.ipynb").read_bytes())
+    assert (result.repairs, result.quarantined) == ([], None)
+    assert graded_cells(result.notebook) == graded_cells(release_notebook(course, NB))
+
+
+def test_colabs_download_needs_no_repair(course):
+    result = checked(course, json.dumps(colab_shaped(perfect(course, NB))).encode())
+    assert (result.repairs, result.quarantined) == ([], None)
+    assert graded_cells(result.notebook) == graded_cells(release_notebook(course, NB))
+
+
+METADATA_RESTORED = [
+    "ex0_read_the_model: grading metadata restored (cell 9)",
+    "ex0_check: grading metadata restored (cell 10)",
+    "ex1_attention: grading metadata restored (cell 13)",
+    "ex1_check: grading metadata restored (cell 14)",
+]
+REPAIRS = {
+    "stripped": METADATA_RESTORED,
+    "duplicated": ["cell 15: duplicate of graded cell 'ex1_check', not graded twice"],
+    "deleted": ["ex1_check: check missing, restored from the release"],
+    "markdown": [*METADATA_RESTORED, "ex1_check: was a markdown cell, restored to code"],
+    "skiptag": ["ex1_check: tag that would skip it removed"],
+}
+
+
+@pytest.mark.parametrize("student", REPAIRS)
+def test_each_damaged_notebook_is_repaired_and_says_how(course, downloads, student):
+    result = checked(course, (downloads / student / f"{NB}.ipynb").read_bytes())
+    assert result.quarantined is None
+    assert result.repairs == REPAIRS[student]
+    # Every graded cell once, in the release's order, as code where the release has code.
+    assert graded_cells(result.notebook) == graded_cells(release_notebook(course, NB))
+    tags = {t for c in result.notebook.cells for t in c.metadata.get("tags", [])}
+    assert not tags & preflight.SKIP_TAGS
+
+
+def test_a_file_that_is_not_a_notebook_is_quarantined_with_the_reason(course, downloads):
+    result = checked(course, (downloads / "badjson" / f"{NB}.ipynb").read_bytes())
+    assert result.notebook is None
+    assert result.quarantined.startswith("not valid notebook JSON (")
+
+
+def test_another_notebook_is_quarantined(course):
+    result = checked(course, json.dumps(perfect(course, "02_causal_mask")).encode())
+    assert result.notebook is None and "does not look like this notebook" in result.quarantined

@@ -1,0 +1,186 @@
+"""The rerun key (grader/engine/rerun_key.py): an edit regrades exactly the notebooks whose score it
+can change. Each edit is made in a copy of the checkout (conftest.checkout_copy) and of a
+released course; autograde regrades a submission when its notebook's digest differs from the one
+in its last job.json, so a notebook whose digest is unchanged is not executed again."""
+
+from __future__ import annotations
+
+import ast
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from conftest import checkout_copy
+from paths import ROOT
+
+from grader.course import assignments, release_notebook
+from grader.engine import rerun_key
+from maintainer.fabricated_class import release
+
+NOTEBOOKS = (
+    "01_attention",
+    "02_causal_mask",
+    "03_positions",
+    "04_training",
+    "05_heads",
+    "06_stretch",
+)
+# The notebooks that load the course's recorded mini-GPT (tl.load_trained_gpt): measured by
+# executing each release in grade mode with an audit hook on open(), they are the only ones
+# that read data/*.pt, and 04 reads data/baselines.json only to show its figures.
+LOAD_THE_MODEL = {"05_heads", "06_stretch"}
+
+
+def _append(path: Path, text: str = "\n# edited\n") -> None:
+    path.write_text(path.read_text(encoding="utf-8") + text, encoding="utf-8")
+
+
+def _baselines(root: Path, change) -> None:
+    path = root / "data" / "baselines.json"
+    data = json.loads(path.read_text(encoding="utf-8"))
+    change(data["runs"][next(iter(data["runs"]))])
+    path.write_text(json.dumps(data, indent=2), encoding="utf-8")
+
+
+def _refresh_a_figure(run: dict) -> None:
+    rows = run["results"]["rows"]
+    row = rows[next(iter(rows))]
+    key = next(k for k, v in row.items() if isinstance(v, float))
+    row[key] += 0.01
+
+
+def _rewrite_the_model(root: Path) -> None:
+    path = root / "data" / "mini_gpt-full-cpu.pt"
+    path.write_bytes(path.read_bytes() + b"\0")
+
+
+# what is edited -> (the edit, the notebooks it regrades)
+EDITS = {
+    "the term's code (a grade sheet column, a class report title)": (
+        lambda root: [
+            _append(root / "grader" / "term" / f) for f in ("gradesheet.py", "class_report.py")
+        ],
+        set(),
+    ),
+    "a figure in baselines.json (a refreshed run's results)": (
+        lambda root: _baselines(root, _refresh_a_figure),
+        set(),
+    ),
+    "the check of notebook 01 (checkpoints/attention.py)": (
+        lambda root: _append(root / "checkpoints" / "attention.py"),
+        {"01_attention"},
+    ),
+    "a check three notebooks import (checkpoints/leak.py)": (
+        lambda root: _append(root / "checkpoints" / "leak.py"),
+        {"03_positions", "04_training", "06_stretch"},
+    ),
+    "the checks' core (checkpoints/_core.py)": (
+        lambda root: _append(root / "checkpoints" / "_core.py"),
+        set(NOTEBOOKS),
+    ),
+    "the package (transformer_lab/model.py)": (
+        lambda root: _append(root / "transformer_lab" / "model.py"),
+        set(NOTEBOOKS),
+    ),
+    "the engine (grader/engine/preflight.py)": (
+        lambda root: _append(root / "grader" / "engine" / "preflight.py"),
+        set(NOTEBOOKS),
+    ),
+    "the recorded model's file (data/mini_gpt-full-cpu.pt)": (
+        _rewrite_the_model,
+        LOAD_THE_MODEL,
+    ),
+    "which run holds the recorded model (a run's provenance)": (
+        lambda root: _baselines(root, lambda run: run["provenance"].update(date="2027-01-01")),
+        LOAD_THE_MODEL,
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def released(tmp_path_factory) -> Path:
+    course = tmp_path_factory.mktemp("released") / "course"
+    release(course)
+    return course
+
+
+def _digests(course: Path, root: Path) -> dict[str, str]:
+    releases = {name: release_notebook(course, name) for name in assignments(course)}
+    return rerun_key.digests(course, releases, root)
+
+
+def _regraded(before: dict[str, str], after: dict[str, str]) -> set[str]:
+    return {name for name in before if before[name] != after[name]}
+
+
+def test_the_course_has_the_notebooks_named_here(released):
+    assert tuple(assignments(released)) == NOTEBOOKS
+
+
+@pytest.mark.parametrize("what", EDITS)
+def test_an_edit_regrades_the_notebooks_it_can_change_and_no_other(
+    what, released, tmp_path, monkeypatch
+):
+    root = checkout_copy(tmp_path / "checkout", monkeypatch)
+    before = _digests(released, root)
+    edit, regraded = EDITS[what]
+    edit(root)
+    assert _regraded(before, _digests(released, root)) == regraded, what
+
+
+def test_an_edited_release_regrades_its_notebook(released, tmp_path):
+    course = Path(shutil.copytree(released, tmp_path / "course"))
+    before = _digests(course, ROOT)
+    _append(course / "release" / "02_causal_mask" / "02_causal_mask.ipynb", "\n")
+    assert _regraded(before, _digests(course, ROOT)) == {"02_causal_mask"}
+
+
+def test_each_notebook_keys_on_its_own_checks_and_the_shared_ones(released):
+    shared = {"__init__.py", "_core.py", "_watch.py", "codes.py", "results.py"}
+    own = {
+        "01_attention": {"attention.py"},
+        "02_causal_mask": {"causal_mask.py"},
+        "03_positions": {"positions.py", "leak.py", "_devices.py"},
+        "04_training": {"training.py", "leak.py"},
+        "05_heads": {"heads.py", "_devices.py"},
+        "06_stretch": {"stretch.py", "leak.py"},
+    }
+    for name in NOTEBOOKS:
+        code = rerun_key._code(release_notebook(released, name))
+        read = {path.name for path in rerun_key.checks_read(code, ROOT)}
+        assert read == shared | own[name], name
+
+
+def _imports(path: Path) -> set[str]:
+    """The modules a file of grader/ imports, absolute (grader.term.deadlines)."""
+    package = ".".join(path.relative_to(ROOT).with_suffix("").parts[:-1])
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = package.rsplit(".", node.level - 1)[0] if node.level else ""
+            module = ".".join(filter(None, [base, node.module or ""]))
+            found |= {module} | {f"{module}.{alias.name}" for alias in node.names}
+    return found
+
+
+def test_the_engine_never_imports_the_term():
+    # Else term code could change a score while the rerun key, which leaves it out, stays put.
+    for path in sorted((ROOT / "grader" / "engine").glob("*.py")):
+        reached = {m for m in _imports(path) if m.startswith("grader.term")}
+        assert not reached, f"{path.relative_to(ROOT)} imports {sorted(reached)}"
+
+
+def test_what_the_engine_imports_of_grader_is_in_the_key():
+    keyed = {p for pattern in rerun_key.ENGINE for p in ROOT.glob(pattern)}
+    for path in sorted((ROOT / "grader" / "engine").glob("*.py")):
+        for module in _imports(path):
+            parts = module.split(".")
+            if parts[0] != "grader":
+                continue
+            file = ROOT.joinpath(*parts).with_suffix(".py")
+            harmless = {"ctrl_c.py", "outcome.py", "cells.py"}  # no say in a score
+            if file.is_file() and file.name not in harmless:
+                assert file in keyed, f"{path.name} imports {module}, not in the rerun key"
