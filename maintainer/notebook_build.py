@@ -184,6 +184,7 @@ def _fold_reading_afterwards(nb) -> None:
     for cell in folded:
         cell.metadata["jp-MarkdownHeadingCollapsed"] = True
         cell.metadata["heading_collapsed"] = True
+        cell.metadata["id"] = cell.id  # Colab names a cell by its metadata id
     if folded:
         colab = nb.metadata.setdefault("colab", {"provenance": []})
         colab["collapsed_sections"] = [cell.id for cell in folded]

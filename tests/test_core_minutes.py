@@ -165,7 +165,7 @@ def test_the_workshop_notebook_opens_with_its_after_the_lab_section_folded(name)
     assert after, f"{name} has no After the lab section"
     for cell in after:
         assert cell.metadata.get("jp-MarkdownHeadingCollapsed") is True
-        assert cell.id in nb.metadata["colab"]["collapsed_sections"]
+        assert cell.metadata["id"] in nb.metadata["colab"]["collapsed_sections"]
     folded = {c.id for c in nb.cells if c.metadata.get("jp-MarkdownHeadingCollapsed")}
     assert all(
         re.match(r"## (After the lab|Optional)", c.source) for c in nb.cells if c.id in folded
