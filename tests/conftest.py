@@ -106,3 +106,14 @@ def checkpoints_without_a_tick(notebook) -> dict[str, str]:
                 o.get("text", "") for o in cell.outputs
             )
     return {grade_id: text for grade_id, text in printed.items() if "✅" not in text}
+
+
+@pytest.fixture(scope="module")
+def released(tmp_path_factory) -> Path:
+    """A course folder with the graded release built (once per worker, copied here); tests that
+    change it take a copy."""
+    from maintainer.fabricated_class import release
+
+    course = tmp_path_factory.mktemp("released") / "course"
+    release(course)
+    return course

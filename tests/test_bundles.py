@@ -19,7 +19,7 @@ from grader.outcome import Outcome
 from grader.term import collect
 from grader.term.bundles import bundle_feedback
 from grader.term.roster import import_roster
-from maintainer.fabricated_class import perfect, release, write
+from maintainer.fabricated_class import perfect, write
 
 NB = "01_attention"
 ROSTER = (
@@ -39,13 +39,6 @@ NOT_GRADED = {
     "eve": Outcome("eve", NB, "quarantined", reason="not valid notebook JSON (cut short)"),
     "frank": Outcome("frank", NB, "failed", reason="the job could not run: out of memory"),
 }
-
-
-@pytest.fixture(scope="module")
-def released(tmp_path_factory) -> Path:
-    course = tmp_path_factory.mktemp("released") / "course"
-    release(course)
-    return course
 
 
 @pytest.fixture

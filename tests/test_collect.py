@@ -19,7 +19,7 @@ import pytest
 from grader.__main__ import main
 from grader.course import GradingError
 from grader.term import collect, collected
-from maintainer.fabricated_class import fabricate, perfect, release
+from maintainer.fabricated_class import fabricate, perfect
 
 NAME = "01_attention"
 ROSTER = "id,first_name,last_name,email,lms_user_id\nalice,Alice,Archer,,111\nbob,Bob,Stone,,\n"
@@ -30,13 +30,6 @@ COURSE_TOML = """timezone = "Europe/Berlin"
 """
 CORRUPT = b'{"cells": [ truncated by the download'
 EARLY, LATE = (2027, 1, 15, 18, 0, 0), (2027, 1, 16, 12, 0, 0)  # in Berlin: CET, UTC+1
-
-
-@pytest.fixture(scope="module")
-def released(tmp_path_factory) -> Path:
-    course = tmp_path_factory.mktemp("released") / "course"
-    release(course)
-    return course
 
 
 @pytest.fixture

@@ -16,7 +16,6 @@ from paths import ROOT
 
 from grader.course import assignments, release_notebook
 from grader.engine import rerun_key
-from maintainer.fabricated_class import release
 
 NOTEBOOKS = (
     "01_attention",
@@ -96,13 +95,6 @@ EDITS = {
         LOAD_THE_MODEL,
     ),
 }
-
-
-@pytest.fixture(scope="module")
-def released(tmp_path_factory) -> Path:
-    course = tmp_path_factory.mktemp("released") / "course"
-    release(course)
-    return course
 
 
 def _digests(course: Path, root: Path) -> dict[str, str]:

@@ -16,7 +16,6 @@ from grader.__main__ import main
 from grader.course import GradingError, db_url
 from grader.term import collect
 from grader.term.roster import ROSTER_FILE, import_roster, read_csv
-from maintainer.fabricated_class import release
 
 pytestmark = pytest.mark.heavy(order=15)
 ROSTER = """id,first_name,last_name,email,lms_user_id
@@ -50,13 +49,6 @@ DOWNLOADS = {
     "Eve Intruder_555_assignsubmission_file_01_attention.ipynb": None,
 }
 PATTERN = r"^LMS-(?P<student>[^-]+)-"
-
-
-@pytest.fixture(scope="module")
-def released(tmp_path_factory) -> Path:
-    course = tmp_path_factory.mktemp("released")
-    release(course)
-    return course
 
 
 @pytest.fixture
