@@ -264,6 +264,8 @@ def test_where_the_course_differs_from_the_lecture_it_says_so():
 
 
 OUTCOME = re.compile(r"the GPT is ahead|the LSTM is ahead|a tie|no verdict")
+# The lecture's "After the Lab": a tie at the full budget, the LSTM clearly ahead at quick.
+LECTURE_READING = {"full": "a tie", "quick": "the LSTM is ahead"}
 
 
 @pytest.mark.parametrize(
@@ -294,7 +296,9 @@ def test_one_verdict_per_budget_never_a_contradicting_pair(full_gpt, quick_gpt, 
         assert set(OUTCOME.findall(ours)) == {outcome}, ours
         assert ours.count("Verdict:") == 1
         in_summary = re.findall(rf"at the {budget} budget: ([^;.]*) here", text)
-        assert in_summary in ([], [short.get(outcome, outcome)])
+        # the closing summary lists a budget only where ours differs from the lecture's reading
+        differs = outcome != LECTURE_READING[budget]
+        assert in_summary == ([short.get(outcome, outcome)] if differs else [])
     assert text.count("Verdict:") == 2
 
 
