@@ -1,6 +1,6 @@
 """A fabricated class: the notebooks that the grading tests and the grading bench hand in (every
 exercise solved, untouched, partial, reshaped by Colab, stripped of metadata, looping, hogging
-memory, tampering with the checks, snooping on the course...), built from a real release."""
+memory, tampering with the checks, delegating, copying...), built from a real release."""
 
 from __future__ import annotations
 
@@ -47,15 +47,18 @@ WRONG_ATTENTION = """def scaled_dot_product_attention(Q, K, V, allowed=None):
     return A @ V, A
 """
 # Never returns when the checkpoint calls it; later cells get a wrong answer at once, so the
-# notebook pays one cell timeout, not one per cell that calls attention.
-LOOPING_ATTENTION = """looped = []
+# notebook pays one cell timeout, not one per cell that calls attention. The loop waits rather
+# than spins: the kernel is interrupted the same way, and the CPU is left to the other jobs.
+LOOPING_ATTENTION = """import time
+
+looped = []
 
 
 def scaled_dot_product_attention(Q, K, V, allowed=None):
     if not looped:
         looped.append(True)
         while True:
-            pass
+            time.sleep(0.1)
     return V, V
 """
 HOG_ATTENTION = """def scaled_dot_product_attention(Q, K, V, allowed=None):
@@ -90,24 +93,6 @@ COPIED_ATTENTION = "\n\n".join(
         inspect.getsource(tl_attention.scaled_dot_product_attention),
     ]
 )
-SNOOP = """import os
-import pathlib
-
-# The strongest snoop knows where the course is. It reads, and opens for writing without
-# writing (so a failed defence does not wreck the other grades), whatever it can reach.
-course = pathlib.Path("@COURSE@")
-targets = [course / "gradebook.db", course / "source", course / "submitted"]
-reached = [str(p) for p in targets if os.access(p, os.R_OK)]
-try:
-    with open(course / "gradebook.db", "ab"):
-        reached.append("gradebook.db opened for writing")
-except OSError:
-    pass
-reached += [v for v in os.environ.values() if str(course) in v]
-print("snoop reached", reached or "nothing")
-
-
-"""
 
 
 def _text(cell) -> str:
@@ -212,8 +197,9 @@ def fabricate(course: Path, folder: Path) -> None:
 
 
 def _tampered_and_hostile(course: Path, folder: Path) -> None:
-    """Students whose check cells were edited away, and code that loops, hogs, warns, patches
-    torch, fakes equality, delegates, copies the package or snoops on the course."""
+    """Students whose check cells were edited away, and code that loops, hogs, patches torch,
+    fakes equality, delegates or copies the package. Attacks on the machine and the course are
+    test_sandbox.py's."""
     deleted = with_attention(course, WRONG_ATTENTION)
     deleted["cells"].remove(cell_of(deleted, "ex1_check"))
     write(folder / "deleted" / "01_attention.ipynb", deleted)
@@ -236,18 +222,7 @@ def _tampered_and_hostile(course: Path, folder: Path) -> None:
     )
     write(folder / "looping" / "01_attention.ipynb", with_attention(course, LOOPING_ATTENTION))
     write(folder / "hog" / "01_attention.ipynb", with_attention(course, HOG_ATTENTION))
-    warns = with_attention(
-        course,
-        "import warnings\n\n" + _text(cell_of(perfect(course, "01_attention"), "ex1_attention")),
-    )
-    cell = cell_of(warns, "ex1_attention")
-    cell["source"] = _text(cell).replace('"""\n', '"""\n    warnings.warn("deprecated style")\n', 1)
-    write(folder / "warns" / "01_attention.ipynb", warns)
     write(folder / "allclose" / "01_attention.ipynb", with_attention(course, PATCHED_ALLCLOSE))
     write(folder / "alwayseq" / "01_attention.ipynb", with_attention(course, ALWAYS_EQUAL))
     write(folder / "delegate" / "01_attention.ipynb", with_attention(course, DELEGATED_ATTENTION))
     write(folder / "copycat" / "01_attention.ipynb", with_attention(course, COPIED_ATTENTION))
-    snoop = perfect(course, "01_attention")
-    cell = cell_of(snoop, "ex1_attention")
-    cell["source"] = SNOOP.replace("@COURSE@", str(course)) + _text(cell)
-    write(folder / "snoop" / "01_attention.ipynb", snoop)

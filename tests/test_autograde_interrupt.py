@@ -1,5 +1,6 @@
 """Ctrl-C during `python -m grader autograde`: one line on stderr, exit status 130, no job left
-behind, and the next run continues where this one stopped."""
+behind, and the next run continues where this one stopped. How a stopped run's jobs are killed,
+with what they started, is test_supervisor.py's."""
 
 from __future__ import annotations
 
@@ -12,13 +13,11 @@ import subprocess
 import sys
 import time
 import uuid
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 from paths import ROOT
 
-from grader.engine import autograde as grading
 from grader.engine import sandbox
 from grader.term import collect
 from maintainer.fabricated_class import release
@@ -128,45 +127,3 @@ def test_ctrl_c_keeps_the_saved_scores_and_a_rerun_finishes(tmp_path):
         "cyd": "graded",
     }
     assert all(o["max_score"] == 4 for o in outcomes)
-
-
-def running(pid: int) -> bool:
-    """Alive and not a zombie waiting to be reaped."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rpartition(")")[2].split()[0] != "Z"
-
-
-def test_a_stopped_run_kills_its_jobs_with_what_they_started_and_starts_no_more(tmp_path):
-    """As a grading job's kernel does, this job's child leads a session of its own and holds the
-    job's pipes: killing the job's group alone would leave it, and run_job waiting on it."""
-    pid_file = tmp_path / "child.pid"
-    job = (
-        "import subprocess, sys, time\n"
-        "sleeper = [sys.executable, '-c', 'import time; time.sleep(30)']\n"
-        "child = subprocess.Popen(sleeper, start_new_session=True)\n"
-        f"open({str(pid_file)!r}, 'w').write(str(child.pid))\n"
-        "time.sleep(30)\n"
-    )
-    env, child = dict(os.environ), None
-    with ThreadPoolExecutor(1) as pool:
-        future = pool.submit(grading.run_job, "", [sys.executable, "-c", job], 60, env, "run-1")
-        try:
-            deadline = time.monotonic() + 30
-            while not pid_file.is_file() or not pid_file.read_text():
-                assert time.monotonic() < deadline and not future.done(), "the job did not start"
-                time.sleep(0.05)
-            child = int(pid_file.read_text())
-            grading.stop_jobs("run-1")
-            result = future.result(timeout=10)
-        finally:
-            if child and running(child):
-                os.kill(child, signal.SIGKILL)
-    assert "error" in result
-    assert not running(child)
-    ran = tmp_path / "ran"
-    late = [sys.executable, "-c", f"open({str(ran)!r}, 'w')"]
-    assert "error" in grading.run_job("", late, 60, env, "run-1")
-    assert not ran.exists()

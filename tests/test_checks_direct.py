@@ -21,9 +21,24 @@ from zoo_nb01 import EX1
 from zoo_nb06 import EX6A, EX6B, STEM, mha
 
 import transformer_lab as tl
-from checkpoints import CheckFailed, NotDoneYet, positions, stretch, training
+from checkpoints import CheckFailed, NotDoneYet, attention, positions, stretch, training
 from checkpoints import causal_mask as mask_check
 from checkpoints import leak as leak_check
+
+# --- Exercise 0's count (notebook 01) ----------------------------------------------------------
+
+
+def test_the_count_check_leaves_the_students_draws_alone(capsys):
+    """The check builds the lab's model to count it: the draws a student makes after it are the
+    ones the same seed gives without it."""
+    answer = (824_897, ("B", "n_heads", "T", "d_k"))
+    torch.manual_seed(0)
+    attention.exercise_0(lambda: answer)
+    after_the_check = torch.rand(3)
+    torch.manual_seed(0)
+    assert torch.equal(after_the_check, torch.rand(3))
+    assert capsys.readouterr().out.startswith("✅")
+
 
 # --- The leak test of an attention function (notebook 02) -------------------------------------
 

@@ -93,6 +93,23 @@ except OSError as err:
     print("network refused:", type(err).__name__)
 
 """
+SNOOP = """import os
+import pathlib
+
+# The strongest snoop knows where the course is. It reads, and opens for writing without
+# writing (so a failed defence does not wreck the other grades), whatever it can reach.
+course = pathlib.Path("@COURSE@")
+targets = [course / "gradebook.db", course / "source", course / "submitted"]
+reached = [str(p) for p in targets if os.access(p, os.R_OK)]
+try:
+    with open(course / "gradebook.db", "ab"):
+        reached.append("gradebook.db opened for writing")
+except OSError:
+    pass
+reached += [v for v in os.environ.values() if str(course) in v]
+print("snoop reached", reached or "nothing")
+
+"""
 VANDAL = """import pathlib
 
 course = pathlib.Path("@COURSE@")
@@ -183,22 +200,21 @@ def attacked(tmp_path_factory, server):
         before = _digest([*watched, *grading_code(checkout)]), _grades(course, ["ada", "bo"])
 
         port, _ = server
+        intrusions = "".join(
+            [
+                SNOOP.replace("@COURSE@", str(course)),
+                VANDAL.replace("@COURSE@", str(course)),
+                WRITE_HOME,
+                CONNECT.replace("@PORT@", str(port)),
+                ORPHAN,
+            ]
+        )
         attacks = {
             "rewriter": _prepend(
                 with_attention(course, WRONG_ATTENTION), "ex1_attention", REWRITE_CHECKER
             ),
-            "homewriter": _prepend(perfect(course, "01_attention"), "ex1_attention", WRITE_HOME),
-            "orphan": _prepend(perfect(course, "01_attention"), "ex1_attention", ORPHAN),
-            "network": _prepend(
-                perfect(course, "01_attention"),
-                "ex1_attention",
-                CONNECT.replace("@PORT@", str(port)),
-            ),
-            "vandal": _prepend(
-                perfect(course, "01_attention"),
-                "ex1_attention",
-                VANDAL.replace("@COURSE@", str(course)),
-            ),
+            # Each attack catches its own refusal, so one student tries them all in turn.
+            "intruder": _prepend(perfect(course, "01_attention"), "ex1_attention", intrusions),
             "huge": _append(perfect(course, "01_attention"), "ex1_attention", HUGE),
             "dies": _append(perfect(course, "01_attention"), "ex1_attention", DIE),
             "tamper": _append(with_attention(course, WRONG_ATTENTION), "ex1_attention", TAMPER),
@@ -226,12 +242,12 @@ def test_the_checker_cannot_be_rewritten(attacked):
 def test_the_home_folder_is_read_only(attacked):
     course, _, _, _ = attacked
     assert not HOME_FILE.exists()
-    assert "home refused" in _printed(course, "homewriter")
+    assert "home refused" in _printed(course, "intruder")
 
 
 def test_no_process_outlives_its_job(attacked):
     course, outcomes, _, _ = attacked
-    assert outcomes["orphan"].score == 4  # the orphan was started, then the job ended
+    assert outcomes["intruder"].score == 4  # the orphan was started, then the job ended
     mine = f"/proc/{os.getpid()}/cmdline"
     survivors = [
         p
@@ -244,16 +260,17 @@ def test_no_process_outlives_its_job(attacked):
 def test_no_network(attacked, server):
     course, _, _, _ = attacked
     _, accepted = server
-    assert "network refused" in _printed(course, "network")
+    assert "network refused" in _printed(course, "intruder")
     assert accepted == []
 
 
 def test_the_course_and_other_students_are_untouched(attacked):
     course, outcomes, before, after = attacked
     assert before == after  # their files byte for byte, their grades in the gradebook
-    printed = _printed(course, "vandal")
+    printed = _printed(course, "intruder")
+    assert "snoop reached nothing" in printed  # nor even a path to the course in its variables
     assert "vandal done" in printed and "overwrote" not in printed
-    assert outcomes["vandal"].score == 4
+    assert outcomes["intruder"].score == 4
 
 
 def test_huge_output_is_stored_cut_and_keeps_its_points(attacked):

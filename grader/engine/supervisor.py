@@ -33,6 +33,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 NOT_RUN = {"error": "not run: autograde was interrupted"}
+STOPPED = {"error": "stopped: autograde was interrupted while it ran"}
 ABANDONED = "abandoned: the worker that ran it is gone"
 POLL_S = 0.5  # how often a supervisor started by a Dask worker checks that the worker lives
 
@@ -142,8 +143,17 @@ def run_job(
             return {"error": cut_short}
     stdout, stderr = output
     if process.returncode != 0:
-        return {"error": f"the grading job failed: {stderr.strip().splitlines()[-1:]}"}
+        if run in _stopped_runs:  # killed by stop_jobs
+            return dict(STOPPED)
+        why = _last_line(stderr, f"exit status {process.returncode}, nothing on stderr")
+        return {"error": f"the grading job failed: {why}"}
     return json.loads(stdout)
+
+
+def _last_line(text: str | None, otherwise: str) -> str:
+    """The last line a process printed (where the error is), or `otherwise`."""
+    lines = (text or "").strip().splitlines()
+    return lines[-1] if lines else otherwise
 
 
 # ---------------------------------------------------------------------------------------------
@@ -165,7 +175,7 @@ def result(done: subprocess.CompletedProcess) -> dict:
     if done.returncode == 0:
         with contextlib.suppress(json.JSONDecodeError):
             return json.loads(done.stdout)
-    last = (done.stderr or "").strip().splitlines()[-1:]
+    last = _last_line(done.stderr, "nothing on stderr")
     return {"error": f"the job's supervisor failed (exit status {done.returncode}): {last}"}
 
 

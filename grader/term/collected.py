@@ -247,9 +247,10 @@ def find(store: Store, student: str, assignment: str, prefix: str) -> Kept:
     kept = store.files.get((student, assignment), {})
     hits = [k for digest, k in kept.items() if digest.startswith(prefix.lower())]
     if len(hits) != 1:
-        how = "no" if not hits else "several"
+        how = "no kept file" if not hits else f"{len(hits)} kept files"
         raise GradingError(
-            f"{how} kept file of {student} / {assignment} has a hash starting with {prefix!r}; "
+            f"{how} of {student} / {assignment} {'have' if hits else 'has'} a hash starting "
+            f"with {prefix!r}; "
             f"`python -m grader collect-pin {student} {assignment}` lists them"
         )
     return hits[0]

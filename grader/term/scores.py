@@ -116,7 +116,9 @@ def _cell(o: Outcome | None, nb) -> str:
     if o.status not in GRADED:
         return o.status
     manual = f" (+{o.needs_manual} to grade by hand)" if o.needs_manual else ""
-    late = f" late −{o.late_penalty:g}" if o.seconds_late else ""
+    late = ""
+    if o.seconds_late:  # late under a policy that takes nothing: said, not "−0"
+        late = f" late −{o.late_penalty:g}" if o.late_penalty else " late, no penalty"
     return f"{o.score:g} / {nb.points:g}{manual}{late}"
 
 
