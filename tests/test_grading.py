@@ -152,15 +152,6 @@ def test_export_and_feedback(graded, course):
     assert "exercise_1_hidden" in source  # so the assertion above could fail
 
 
-def test_regrading_changes_nothing(graded, course):
-    _, first = graded
-    again = autograde(course, workers=2, cell_timeout=10, memory_gb=3, progress=False)
-    assert {o.status for o in again} <= {"unchanged", "quarantined"}
-    assert [(o.student, o.assignment, o.score) for o in again] == [
-        (o.student, o.assignment, o.score) for o in first
-    ]
-
-
 def test_a_changed_check_regrades(graded, course, tmp_path, monkeypatch):
     copy = checkout_copy(tmp_path, monkeypatch)  # the real checkpoints/ stay as they are
     checks = copy / "checkpoints" / "attention.py"
@@ -184,34 +175,3 @@ def test_class_report_counts_the_codes_the_graded_checks_left(graded, course):
     # deleted, edited, markdown, skiptag and allclose all hand in attention without 1/sqrt(d_k)
     assert count["ex1_check", "ex1.no_sqrt_dk"] == 5
     assert count["ex1_check", "ex1.not_done"] == 2  # untouched and partial
-
-
-def test_jobs_start_while_later_notebooks_are_still_being_sanitized(graded, course, monkeypatch):
-    """The parent's serial work overlaps the jobs: the first job is submitted before the last
-    notebook is sanitized (the jobs are stand-ins here: only the order is looked at)."""
-    import concurrent.futures
-    import contextlib
-
-    from grader.engine import autograde as grading
-
-    events, prepare = [], grading.prepare
-
-    def recording_prepare(*args):
-        events.append("prepare")
-        return prepare(*args)
-
-    @contextlib.contextmanager
-    def recording_pool(workers, scheduler=None):
-        with concurrent.futures.ThreadPoolExecutor(workers) as pool:
-            submit = pool.submit
-            pool.submit = lambda *args: events.append("job") or submit(*args)
-            yield pool
-
-    monkeypatch.setattr(grading, "prepare", recording_prepare)
-    monkeypatch.setattr(grading, "job_pool", recording_pool)
-    monkeypatch.setattr(grading, "run_job", lambda *args: {"error": "not run: a stand-in job"})
-    outcomes = autograde(
-        course, students=["deleted", "partial", "colab"], workers=1, force=True, progress=False
-    )
-    assert {o.status for o in outcomes} == {"failed"} and len(outcomes) == 3
-    assert events == ["prepare", "job"] * 3
