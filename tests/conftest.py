@@ -108,6 +108,25 @@ def checkpoints_without_a_tick(notebook) -> dict[str, str]:
     return {grade_id: text for grade_id, text in printed.items() if "✅" not in text}
 
 
+def executing(outputs: dict | None = None, seconds: float = 1.5):
+    """A stand-in for a grading job (grader.engine.autograde.run_job), for the tests whose
+    subject is not execution (lateness, hand grades, the formgrader): it hands back the sanitized
+    notebook with `outputs` in the cells of those grade ids and none elsewhere, as a real run
+    would have left it. nbgrader scores a check without an error as passed, so a solved notebook
+    gets its real run's score (test_grading.py runs them for real)."""
+    import nbformat
+
+    def job(text: str, *_) -> dict:
+        nb = nbformat.reads(text, 4)
+        for cell in nb.cells:
+            grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
+            if grade_id in (outputs or {}):
+                cell.outputs = outputs[grade_id]
+        return {"notebook": nbformat.writes(nb), "seconds": seconds, "died_in": None}
+
+    return job
+
+
 @pytest.fixture(scope="module")
 def released(tmp_path_factory) -> Path:
     """A course folder with the graded release built (once per worker, copied here); tests that

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from conftest import executing
 
 from grader.engine import autograde as grading
 from grader.term.scores import autograde
@@ -33,21 +34,6 @@ def course(released, tmp_path) -> Path:
     for student in STUDENTS:
         write(course / "submitted" / student / NB / f"{NB}.ipynb", untouched(course, NB))
     return course
-
-
-def executing(outputs: dict[str, list], seconds: float = 1.5):
-    """A stand-in job: the notebook it is given, each cell named in `outputs` with those
-    outputs, as a run that got that far would hand it back."""
-
-    def job(text: str, *_) -> dict:
-        nb = nbformat.reads(text, 4)
-        for cell in nb.cells:
-            grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
-            if grade_id in outputs:
-                cell.outputs = outputs[grade_id]
-        return {"notebook": nbformat.writes(nb), "seconds": seconds, "died_in": None}
-
-    return job
 
 
 def no_job(*_):

@@ -13,7 +13,7 @@ from transformer_lab import CharLSTM, MiniGPT
 from transformer_lab.data import VAL_END, Corpus
 from transformer_lab.evaluate import evaluate_gpt, evaluate_lstm
 
-pytestmark = pytest.mark.heavy(order=16)
+pytestmark = pytest.mark.heavy(order=13)
 
 
 def _table(text: str, heading: str) -> list[list[str]]:

@@ -20,7 +20,7 @@ from checkpoints._devices import DEVICE, DeviceMismatch, on_host, other_device
 from maintainer import notebook_build
 from transformer_lab.baselines import baselines_path
 
-pytestmark = pytest.mark.heavy(order=3)
+pytestmark = pytest.mark.heavy(order=9)
 SAME_DEVICE = "Expected all tensors to be on the same device"
 
 

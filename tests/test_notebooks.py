@@ -14,7 +14,7 @@ from grader.course import code_stub
 from maintainer import notebook_build
 from maintainer.fabricated_class import release
 
-pytestmark = pytest.mark.heavy(order=8)
+pytestmark = pytest.mark.heavy(order=5)
 NAMES = [p.stem for p in notebook_build.sources()]
 
 

@@ -28,7 +28,7 @@ from maintainer.pipeline import (
 )
 from transformer_lab.saving import TRAINED_GPT, sha256
 
-pytestmark = pytest.mark.heavy(order=4)
+pytestmark = pytest.mark.heavy(order=3)
 
 
 def test_committed_baselines_follow_the_schema():

@@ -17,7 +17,7 @@ from grader.course import GradingError, db_url
 from grader.term import collect
 from grader.term.roster import ROSTER_FILE, import_roster, read_csv
 
-pytestmark = pytest.mark.heavy(order=15)
+pytestmark = pytest.mark.heavy(order=16)
 ROSTER = """id,first_name,last_name,email,lms_user_id
 alice,Alice,Archer,alice@example.edu,
 jdoe05,Jane,Doe,jdoe05@example.edu,

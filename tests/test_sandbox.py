@@ -33,7 +33,7 @@ from maintainer.fabricated_class import (
     write,
 )
 
-pytestmark = pytest.mark.heavy(order=5)
+pytestmark = pytest.mark.heavy(order=7)
 if sandbox.why_no_sandbox() and not os.environ.get(
     "CI"
 ):  # CI installs bubblewrap: there it must work

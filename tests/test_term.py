@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import executing
 from paths import ROOT
 
 from grader import course as course_module
@@ -21,7 +22,7 @@ from grader.term.formgrader import MANUAL, SandboxOnly
 from maintainer import notebook_build
 from maintainer.fabricated_class import release
 
-pytestmark = pytest.mark.heavy(order=9)
+pytestmark = pytest.mark.heavy(order=15)
 PUBLISH_URL = "github.com/acme/transformer-lab-2026/blob/main"
 REGION = re.compile(r"^[ \t#]*### BEGIN SOLUTION.*?^[ \t#]*### END SOLUTION", re.M | re.S)
 
@@ -182,12 +183,15 @@ def _grades(course: Path, student: str) -> dict[str, tuple]:
 
 
 @needs_sandbox
-def test_a_hand_grade_is_asked_for_again_when_the_answer_changes(tmp_path):
+def test_a_hand_grade_is_asked_for_again_when_the_answer_changes(tmp_path, monkeypatch):
     """The grade is kept, to be looked at again. (That it stays done over a rerun with the
-    answer unchanged: test_whole_term.py.)"""
+    answer unchanged: test_whole_term.py.) The jobs stand in for a run of the solution."""
     from nbgrader.api import Gradebook
 
+    from grader.engine import autograde as engine
     from grader.term.scores import autograde
+
+    monkeypatch.setattr(engine, "run_job", executing())
     from maintainer.fabricated_class import cell_of, perfect, write
 
     course = tmp_path / "course"
@@ -196,7 +200,7 @@ def test_a_hand_grade_is_asked_for_again_when_the_answer_changes(tmp_path):
     cell_of(nb, "ex4_prediction")["source"] = PREDICTION
     submitted = course / "submitted" / "ada" / MANUAL / f"{MANUAL}.ipynb"
     write(submitted, nb)
-    (first,) = autograde(course, cell_timeout=30, progress=False)
+    (first,) = autograde(course, progress=False, sandboxed=False)
     assert first.status == "graded" and first.needs_manual == 1
 
     with Gradebook(db_url(course)) as gb:  # the formgrader's save, by nbgrader's API
@@ -207,6 +211,6 @@ def test_a_hand_grade_is_asked_for_again_when_the_answer_changes(tmp_path):
 
     cell_of(nb, "ex4_prediction")["source"] = PREDICTION + " Or the GPT, if it trains longer."
     write(submitted, nb)
-    (changed,) = autograde(course, cell_timeout=30, progress=False)
+    (changed,) = autograde(course, progress=False, sandboxed=False)
     assert changed.status == "graded" and changed.needs_manual == 1
     assert _grades(course, "ada")["ex4_prediction"] == (1, True)  # kept, to be looked at again

@@ -19,7 +19,7 @@ from transformer_lab.runtime import (
 )
 from transformer_lab.train import lr_at
 
-pytestmark = pytest.mark.heavy(order=13)
+pytestmark = pytest.mark.heavy(order=12)
 
 
 def test_schedule_warms_up_then_decays():

@@ -21,7 +21,7 @@ from grader.course import db_url
 from grader.engine import sandbox
 from maintainer.fabricated_class import perfect, release, untouched
 
-pytestmark = pytest.mark.heavy(order=7)
+pytestmark = pytest.mark.heavy(order=4)
 if sandbox.why_no_sandbox():
     pytest.skip(f"bubblewrap {sandbox.why_no_sandbox()}", allow_module_level=True)
 
