@@ -93,8 +93,8 @@ class-report: setup ## grading: pass rates and common mistakes per exercise, rep
 test: setup ## run the tests, files spread over the CPU cores (4-4.5 minutes on 2): TEST_WORKERS=auto|N
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=20
 
-test-quick: setup ## the tests that execute no notebook, grade nothing and train nothing (the inner loop)
-	$(PY) -m pytest -q -m "not heavy and not slow"
+test-quick: setup ## the tests that execute no notebook, start no sandbox and train nothing (the inner loop)
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m "not heavy and not slow"
 
 lint: setup ## ruff: lint and format check (seconds)
 	$(VENV)/bin/ruff check .
