@@ -108,6 +108,17 @@ def checkpoints_without_a_tick(notebook) -> dict[str, str]:
     return {grade_id: text for grade_id, text in printed.items() if "✅" not in text}
 
 
+def wait_for(condition, seconds: float, what: str, every: float = 0.05):
+    """What `condition()` gives once it is true; a failure naming `what` past `seconds`."""
+    import time
+
+    deadline = time.monotonic() + seconds
+    while not (found := condition()):
+        assert time.monotonic() < deadline, f"no {what} within {seconds} s"
+        time.sleep(every)
+    return found
+
+
 def executing(outputs: dict | None = None, seconds: float = 1.5):
     """A stand-in for a grading job (grader.engine.autograde.run_job), for the tests whose
     subject is not execution (lateness, hand grades, the formgrader): it hands back the sanitized

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from conftest import wait_for
 from paths import ROOT
 
 from grader.engine import sandbox
@@ -50,14 +51,6 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def wait_for(condition, seconds: float, what: str, every: float = 0.1):
-    deadline = time.monotonic() + seconds
-    while not (found := condition()):
-        assert time.monotonic() < deadline, f"no {what} within {seconds} s"
-        time.sleep(every)
-    return found
 
 
 def listening(port: int) -> bool:

@@ -19,6 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from conftest import wait_for
 from paths import ROOT
 
 from grader.engine import supervisor
@@ -38,14 +39,6 @@ def running(pid: int) -> bool:
     except OSError:
         return False
     return stat.rpartition(")")[2].split()[0] != "Z"
-
-
-def wait_for(condition, seconds: float, what: str):
-    deadline = time.monotonic() + seconds
-    while not (found := condition()):
-        assert time.monotonic() < deadline, f"no {what} within {seconds} s"
-        time.sleep(0.05)
-    return found
 
 
 def sleeping_job(pid_file: Path, *popen: str) -> list[str]:

@@ -247,10 +247,9 @@ def find(store: Store, student: str, assignment: str, prefix: str) -> Kept:
     kept = store.files.get((student, assignment), {})
     hits = [k for digest, k in kept.items() if digest.startswith(prefix.lower())]
     if len(hits) != 1:
-        how = "no kept file" if not hits else f"{len(hits)} kept files"
+        which, verb = (f"{len(hits)} kept files", "have") if hits else ("no kept file", "has")
         raise GradingError(
-            f"{how} of {student} / {assignment} {'have' if hits else 'has'} a hash starting "
-            f"with {prefix!r}; "
+            f"{which} of {student} / {assignment} {verb} a hash starting with {prefix!r}; "
             f"`python -m grader collect-pin {student} {assignment}` lists them"
         )
     return hits[0]
