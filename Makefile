@@ -24,6 +24,9 @@ ROSTER ?= students.csv
 PATTERN ?=
 # NO_SANDBOX=1 grades without bubblewrap: for trusted notebooks only; the report says so.
 NO_SANDBOX ?=
+# PARTIAL=1: export and feedback write the partial score of a notebook whose written answer awaits
+# its hand grade, marked so (default: no score until it is graded).
+PARTIAL ?=
 # A Dask scheduler (tcp://HOST:PORT) to run the grading jobs on; empty: the local pool.
 SCHEDULER ?=
 # The course folder (gradebook with hand grades, submissions, feedback, reports): back it up.
@@ -64,25 +67,26 @@ train: setup ## train and score one model: MODEL=gpt|lstm|trigram|5gram BUDGET=q
 notebooks: setup ## build notebooks/ and COURSE/{source,release,publish} from solutions/ (~30 s)
 	$(PY) -m maintainer.notebook_build $(COURSE_ARG) $(if $(PUBLISH_URL),--publish-url "$(PUBLISH_URL)")
 
-release: setup ## grading: nbgrader source/, release/ and publish/ (for students) in COURSE from solutions/: [PUBLISH_URL=github.com/ORG/REPO/blob/main] (~15 s)
+release: setup ## grading: nbgrader source/, release/ and publish/ (for students: the notebooks and the wheel their setup installs) in COURSE from solutions/: [PUBLISH_URL=github.com/ORG/REPO/blob/main] (~15 s)
 	$(PY) -m maintainer.notebook_build --no-workshop $(COURSE_ARG) $(if $(PUBLISH_URL),--publish-url "$(PUBLISH_URL)")
 
 roster: setup ## grading: load the class into the gradebook; collect then files only students on it: ROSTER=students.csv
 	$(PY) -m grader $(COURSE_ARG) roster "$(ROSTER)"
 
-collect: setup ## grading: keep a folder, zip or emailed notebook and sort it into submitted/: SUBMISSIONS=path [PATTERN=regex] [STUDENT=id SUBMITTED_AT=2026-10-03T14:00]
+collect: setup ## grading: keep a folder, zip or emailed notebook and sort it into submitted/: SUBMISSIONS=path [PATTERN=regex] [STUDENT=id SUBMITTED_AT=2026-10-03T14:00] [TIMES=canvas_times.csv]
 	$(PY) -m grader $(COURSE_ARG) collect "$(SUBMISSIONS)" $(if $(PATTERN),--pattern '$(PATTERN)') \
-		$(if $(STUDENT),--student '$(STUDENT)') $(if $(SUBMITTED_AT),--submitted-at '$(SUBMITTED_AT)')
+		$(if $(STUDENT),--student '$(STUDENT)') $(if $(SUBMITTED_AT),--submitted-at '$(SUBMITTED_AT)') \
+		$(if $(TIMES),--times '$(TIMES)')
 
 autograde: setup ## grading: preflight, execute in parallel sandboxes (bubblewrap), score, then lateness: [WORKERS=N] [SCHEDULER=tcp://host:8786] [STUDENT=id] [NOTEBOOK=NN_topic] (one student: ~40 s on 2 cores)
 	$(PY) -m grader $(COURSE_ARG) autograde $(if $(WORKERS),--workers $(WORKERS)) $(if $(NO_SANDBOX),--no-sandbox) $(if $(SCHEDULER),--scheduler $(SCHEDULER)) \
 		$(if $(STUDENT),--student $(STUDENT)) $(if $(NOTEBOOK),--notebook $(NOTEBOOK))
 
-feedback: setup ## grading: HTML feedback per student in COURSE/feedback/, hidden tests left out; a zip per student in reports/feedback_bundles/
-	$(PY) -m grader $(COURSE_ARG) feedback
+feedback: setup ## grading: HTML feedback per student in COURSE/feedback/, hidden tests left out; a zip per notebook (a page per student) in reports/feedback_bundles/; no score while a written answer awaits its hand grade: [PARTIAL=1]
+	$(PY) -m grader $(COURSE_ARG) feedback $(if $(PARTIAL),--partial)
 
-export: setup ## grading: the gradebook as CSV, COURSE/reports/grades.csv; gradesheet.csv and canvas_import.csv for the LMS
-	$(PY) -m grader $(COURSE_ARG) export
+export: setup ## grading: the gradebook as CSV, COURSE/reports/grades.csv; gradesheet.csv and canvas_import.csv for the LMS; a notebook whose written answer awaits its hand grade (make formgrader first) is left empty, its students named: [PARTIAL=1]
+	$(PY) -m grader $(COURSE_ARG) export $(if $(PARTIAL),--partial)
 
 formgrader: setup ## grading: nbgrader's formgrader on the course (127.0.0.1, token printed): grade the written answer by hand
 	$(PY) -m grader $(COURSE_ARG) formgrader
@@ -104,10 +108,11 @@ format: setup ## ruff: fix what can be fixed and format (seconds)
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
 
-bench: setup ## tokens/s, chars/s, peak memory: ours vs a plain loop, CPU (+GPU); writes docs/bench/ (~2 min)
+bench: setup ## tokens/s, chars/s, peak memory: ours vs a plain loop, CPU (+GPU); notebook 04 at quick: ms a step, fused vs a student's attention, wall time projected; writes docs/bench/ (a few minutes)
 	$(PY) -m maintainer.bench --device $(DEVICE)
 
-core-minutes: setup ## minutes of each notebook's core path beside the lecture's; writes docs/core_path.md (seconds)
+core-minutes: setup ## minutes of each exercise's core path on the T4 and CPU paths beside the lecture's: times a fresh runtime's start (docs/fresh_runtime.json), writes docs/core_path.md (~1 min)
+	$(PY) -m maintainer.fresh_runtime
 	$(PY) -m maintainer.core_minutes --write
 
 clean: ## remove caches and build leftovers (keeps .venv)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from functools import partial
 
 import torch
 import torch.nn as nn
@@ -20,6 +21,7 @@ from ._core import (
     expect_unchanged,
     forbid,
     judge,
+    keep,
     passed,
     snapshot,
 )
@@ -56,21 +58,27 @@ forbid(
 )
 
 
+def _feed_forward(d: int, width: int) -> int:
+    """W_1 and W_2 of a feed-forward layer of this width, with their biases."""
+    return d * width + width + width * d + d
+
+
 def _miscounts(c: GPTConfig) -> dict[int, tuple[str, str]]:
     """Parts of the count people often leave out or add, and what each is worth at the sizes
     of `c` (the lab's): gap -> (mistake name, what the gap is)."""
     d, L, V, d_ff = c.d_model, c.n_layers, c.vocab_size, c.d_ff
     layer_norm = 2 * d  # a gain and a bias
-
-    def ffn(width: int) -> int:  # W_1 and W_2 with their biases
-        return d * width + width + width * d + d
-
+    ffn = partial(_feed_forward, d)
     return {
         -c.T_max * d: (
             "count_without_positions",
             f"the position table p_1 .. p_T_max (T_max x d_model = {c.T_max} x {d})",
         ),
-        -V * d: ("count_without_embedding", f"the token embedding table ({V} x {d})"),
+        -V * d: (
+            "count_without_embedding",
+            f"the token embedding table ({V} x {d}), or the weights of the output layer W_o "
+            f"({d} x {V}): both hold {V * d:,}",
+        ),
         -(d * V + V): (
             "count_without_output_layer",
             f"the output layer W_o and its bias ({d} x {V} + {V})",
@@ -124,19 +132,30 @@ def _count(c: GPTConfig) -> int:
         return sum(p.numel() for p in MiniGPT(c).parameters())
 
 
-def exercise_0(read_the_model) -> None:
-    """The parameter count of the lab's model, and the shape of Q when your function is called."""
-    answers = call(EX0, read_the_model)
+# Sizes of another model, where a count typed from the lab's printout cannot be right.
+OTHER = GPTConfig(vocab_size=50, d_model=64, n_heads=2, n_layers=2, T_max=32)
+
+
+def _counted(read_the_model, c: GPTConfig):
+    """The student's (n_parameters, attention_input_shape) for a model of sizes `c`."""
+    sizes = {"d_model": c.d_model, "n_layers": c.n_layers, "T_max": c.T_max, "vocab": c.vocab_size}
+    answers = call(EX0, read_the_model, **sizes)
     if not isinstance(answers, tuple) or len(answers) != 2:
         raise CheckFailed(
             f"{EX0}: return the pair (n_parameters, attention_input_shape).",
             EX0.code("not_a_pair"),
         )
-    n_parameters, attention_input_shape = answers
-    if not isinstance(n_parameters, int) or isinstance(n_parameters, bool):
+    if not isinstance(answers[0], int) or isinstance(answers[0], bool):
         raise CheckFailed(
             f"{EX0}: n_parameters should be a whole number (an int).", EX0.code("count_not_int")
         )
+    return answers
+
+
+def exercise_0(read_the_model) -> None:
+    """The parameter count worked out from the sizes (the lab's, then another model's), and the
+    shape of Q when your function is called."""
+    n_parameters, attention_input_shape = _counted(read_the_model, LAB)
     right = _count(LAB)
     if n_parameters != right:
         gap = n_parameters - right
@@ -156,8 +175,19 @@ def exercise_0(read_the_model) -> None:
             "dimension (look at `split` in MultiHeadAttention.forward).",
             EX0.code("wrong_q_shape"),
         )
+    other, _ = _counted(read_the_model, OTHER)
+    if other != _count(OTHER):
+        raise CheckFailed(
+            f"{EX0}: your count is right at the lab's sizes, but read_the_model(d_model="
+            f"{OTHER.d_model}, n_layers={OTHER.n_layers}, T_max={OTHER.T_max}, vocab="
+            f"{OTHER.vocab_size}) returns {other:,}, which is not that model's count. Work the "
+            "count out from the arguments, as a sum of the layers, not from a number you read.",
+            EX0.code("count_not_from_sizes"),
+        )
     passed(
-        EX0, f"{EX0}: {right:,} parameters, and Q reaches your function as (B, n_heads, T, d_k)."
+        EX0,
+        f"{EX0}: your sum counts {right:,} parameters at the lab's sizes and is right at other "
+        "sizes too, and Q reaches your function as (B, n_heads, T, d_k).",
     )
 
 
@@ -371,11 +401,11 @@ def exercise_1(scaled_dot_product_attention) -> None:
     fn = scaled_dot_product_attention
     # d_k = 8 first: at d_k = 2 some slips give the same numbers (`d_k ** 1/2` is 1).
     _random_case(fn, 0, (), 5, 5, 8, 8, None, "no mask")
-    # Module 3's worked example: Q = K, three positions, d_k = 2, causal.
+    # A worked example small enough to do by hand: Q = K, three positions, d_k = 2, causal.
     Q = torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
     V = torch.tensor([[1.0, 0.0], [0.0, 2.0], [3.0, 1.0]])
     allowed = torch.tensor([[True, False, False], [True, True, False], [True, True, True]])
-    example = f"Module 3's example, {len(Q)} positions"
+    example = f"the hand-sized example, Q = K, {len(Q)} positions, d_k = 2"
     _compare(fn, Q, Q.clone(), V, None, f"{example}, no mask")
     _compare(fn, Q, Q.clone(), V, allowed, f"{example}, causal mask")
     g = torch.Generator().manual_seed(1)
@@ -389,12 +419,4 @@ def exercise_1(scaled_dot_product_attention) -> None:
         f"{EX1}: your attention matches Equations 3-4, with and without a mask, "
         "for any leading dimensions.",
     )
-
-
-def exercise_1_hidden(scaled_dot_product_attention) -> None:
-    fn = scaled_dot_product_attention
-    causal = torch.ones(9, 9, dtype=torch.bool).tril()
-    _random_case(fn, 10, (3,), 9, 9, 4, 4, causal, "float64, causal", torch.float64)
-    _random_case(fn, 11, (2,), 3, 9, 8, 5, None, "no mask")
-    _random_case(fn, 12, (2, 1, 3, 2), 4, 4, 6, 6, causal[:4, :4], "causal")
-    passed(EX1, f"{EX1} (further cases): float64, non-square attention, deeper batches.")
+    keep("attention", scaled_dot_product_attention)

@@ -7,8 +7,9 @@ import torch.nn as nn
 
 from transformer_lab.attention import causal_mask as _reference
 from transformer_lab.attention import scaled_dot_product_attention as _attention
+from transformer_lab.student import Piece
 
-from ._core import CheckFailed, Forbidden, call, expect_tensor, forbid, passed
+from ._core import CheckFailed, Forbidden, call, expect_tensor, forbid, keep, passed
 from .codes import EX2
 
 _bool = torch.bool
@@ -147,7 +148,7 @@ def _compare(causal_mask, T: int, case: str | None = None) -> torch.Tensor:
     raise CheckFailed(
         f"{EX2} ({case}): {wrong} of the {T * T} entries are wrong. Entry [t, i] must be True "
         "exactly when i <= t (Equation 6: M is 0 on and below the diagonal). Print "
-        f"causal_mask({min(T, 6)}) and compare it with Figure 2.",
+        f"causal_mask({min(T, 6)}): row t must be True in columns 0 to t and False after.",
         EX2.code("wrong_entries"),
     )
 
@@ -161,44 +162,30 @@ def exercise_2(causal_mask) -> None:
         f"{EX2}: causal_mask(T) is the bool lower triangle of Equation 6 for T = "
         f"{', '.join(str(T) for T in sorted(sizes))}.",
     )
-
-
-def exercise_2_hidden(causal_mask) -> None:
-    sizes = (3, 7, 64, 129, 300)
-    for T in sizes:
-        _compare(causal_mask, T)
-    # A fresh tensor on every call: a caller that edits one mask must not change the next one.
-    T = 6
-    first = _compare(causal_mask, T, f"T = {T}, first call")
-    try:
-        _fill(first, False)
-    except RuntimeError:
-        pass  # a read-only view cannot be changed, so it cannot be corrupted either
-    again = call(EX2, causal_mask, T)
-    if type(again) is not torch.Tensor or not _equal(again, _reference(T)):
-        raise CheckFailed(
-            f"{EX2}: your function hands out a cached constant: after the mask returned by "
-            f"causal_mask({T}) was changed in place, the next call returned the changed mask. "
-            "Build a new tensor on every call (or return a .clone() of the cached one).",
-            EX2.code("cached_constant"),
-        )
-    for T in (9, 4, 9):  # the result depends on the T of this call, not on an earlier one
-        _compare(causal_mask, T, f"T = {T} after other sizes")
-    passed(
-        EX2,
-        f"{EX2} (further cases): T = {min(sizes)} to {max(sizes)}, and a fresh mask on every call.",
-    )
+    keep("mask", causal_mask)
 
 
 def attention_leak_test(causal_mask, attention=None, T: int = 8, t0: int = 5) -> float:
-    """One self-attention step with your mask: nothing before t0 may depend on position t0.
+    """The lecture's leak test: one self-attention step of your mask inside your attention
+    (`attention`: a piece from checkpoints.yours.load, a function, or None for the package's).
 
     The inputs X of T positions go through fixed projections to Q, K and V; then row t0 of X is
     replaced. Returns the largest change of an output before t0 (0.0 when nothing leaks).
     """
     allowed = call(EX2, causal_mask, T)
     expect_tensor(EX2, f"causal_mask({T})", allowed, (T, T))
-    return _leak_test(allowed, attention, t0, "your mask")
+    fn, whose = _attention_of(attention)
+    return _leak_test(allowed, fn, t0, "your mask", whose)
+
+
+def _attention_of(attention) -> tuple:
+    """(function, whose it is, in words) of a piece, a plain function or None."""
+    if attention is None:
+        return _attention, "the package's attention"
+    if isinstance(attention, Piece):
+        where = f", from notebook {attention.spec.notebook}" if attention.yours else ""
+        return attention.fn, f"{attention.whose}{where}"
+    return attention, "this attention"
 
 
 def leak_demo(attention, T: int = 8, t0: int = 5) -> CheckFailed:
@@ -208,16 +195,14 @@ def leak_demo(attention, T: int = 8, t0: int = 5) -> CheckFailed:
     No exercise is graded here, so nothing is watched: the demonstration may use the package's
     mask, which a student's answer to Exercise 2 may not."""
     try:
-        _leak_test(_reference(T), attention, t0, "the right mask")
+        _leak_test(_reference(T), attention, t0, "the right mask", "this attention")
     except CheckFailed as failure:
         return failure
     name = getattr(attention, "__name__", "this attention")
     raise AssertionError(f"the leak test passed on {name}: it demonstrates nothing")
 
 
-def _leak_test(allowed: torch.Tensor, attention, t0: int, which: str) -> float:
-    attention = _attention if attention is None else attention
-    name = "the package's attention" if attention is _attention else "this attention"
+def _leak_test(allowed: torch.Tensor, attention, t0: int, which: str, name: str) -> float:
     T = allowed.shape[-1]
     g = _generator().manual_seed(0)
     d_model, d_k = 16, 8
@@ -238,8 +223,9 @@ def _leak_test(allowed: torch.Tensor, attention, t0: int, which: str) -> float:
     above = (A * _triu(_ones(T, T), diagonal=1)).abs().max().item()
     if above != 0.0:
         raise CheckFailed(
-            f"Leak test: weights above the diagonal reach {above:.3g}; they must be exactly 0. "
-            "A query reads a later key: check the mask and where it is applied.",
+            f"Leak test of {which} inside {name}: weights above the diagonal reach {above:.3g}; "
+            "they must be exactly 0. A query reads a later key: check the mask and where it is "
+            "applied.",
             EX2.code("leak_above_diagonal"),
         )
     changed = _clone(X)
@@ -249,22 +235,22 @@ def _leak_test(allowed: torch.Tensor, attention, t0: int, which: str) -> float:
     later = (V_bar[t0:] - V_bar_changed[t0:]).abs().max().item()
     if earlier != 0.0:
         raise CheckFailed(
-            f"Leak test: changing position {t0} moved the outputs at earlier positions by up to "
-            f"{earlier:.3g}, though every weight above the diagonal is 0. The kept weights of "
-            "an earlier row still depend on later scores, as when the mask is applied after "
-            "the softmax: the row was normalised over the future keys too.",
+            f"Leak test of {which} inside {name}: changing position {t0} moved the outputs at "
+            f"earlier positions by up to {earlier:.3g}, though every weight above the diagonal "
+            "is 0. The kept weights of an earlier row still depend on later scores, as when the "
+            "mask is applied after the softmax: the row was normalised over the future keys too.",
             EX2.code("reads_the_future"),
         )
     if later == 0.0:
         raise CheckFailed(
-            f"Leak test: changing position {t0} changed no output at all, not even its own; "
-            "the test proves nothing this way.",
+            f"Leak test of {which} inside {name}: changing position {t0} changed no output at "
+            "all, not even its own; the test proves nothing this way.",
             EX2.code("ignores_input"),
         )
     passed(
         EX2,
-        f"Leak test on one attention step with {which}: every weight above the diagonal is "
-        f"exactly 0, and changing position {t0} moved no earlier output (largest change 0.0) "
-        f"while moving later ones by up to {later:.3g}.",
+        f"Leak test on one attention step, {which} inside {name}: every weight above the "
+        f"diagonal is exactly 0, and changing position {t0} moved no earlier output (largest "
+        f"change 0.0) while moving later ones by up to {later:.3g}.",
     )
     return earlier

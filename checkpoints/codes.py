@@ -103,6 +103,7 @@ EX0 = _exercise(
     "count_with_qkv_biases",
     "count_full_width_heads",
     "count_ffn_width_d_model",
+    "count_not_from_sizes",
 )
 EX1 = _exercise(
     "ex1",

@@ -11,15 +11,51 @@ from .codes import LEAK
 _no_grad = torch.no_grad
 
 
-def model_leak_test(model, label: str = "the model", t0: int | None = None, seed: int = 0) -> float:
-    """Returns the largest change of a logit before t0 (0.0 when nothing leaks)."""
-    t0, later = measure_leak(model, label, t0, seed)
+def model_leak_test(
+    model, label: str = "the model", t0: int | None = None, seed: int = 0, pieces=None
+) -> float:
+    """Returns the largest change of a logit before t0 (0.0 when nothing leaks). With `pieces`
+    (checkpoints.yours.load: what `model` is built from), a leak names the student's piece
+    that causes it."""
+    try:
+        t0, later = measure_leak(model, label, t0, seed)
+    except CheckFailed as failure:
+        if pieces is None or failure.code != LEAK.code("reads_the_future"):
+            raise
+        raise CheckFailed(f"{failure.message} {_culprits(model, pieces)}", failure.code) from None
     passed(
         LEAK,
         f"Leak test on {label}: changing position {t0} moved no earlier logit "
         f"(largest change 0.0), and moved later ones by up to {later:.3g}.",
     )
     return 0.0
+
+
+def _culprits(model, pieces) -> str:
+    """Which of the student's pieces leaks: each alone, among the course's, on `model`'s
+    weights, through the explicit attention path."""
+    from transformer_lab.student import course_pieces
+
+    course = course_pieces("")
+    leaking = []
+    for piece in pieces:
+        if not piece.yours:
+            continue
+        alone = course._replace(**{piece.spec.name: piece}).model(model.config, explicit=True)
+        alone.load_state_dict(model.state_dict())
+        alone.to(next(model.parameters()).device)
+        try:
+            measure_leak(alone, piece.whose, None)
+        except CheckFailed as failure:
+            if failure.code == LEAK.code("reads_the_future"):
+                leaking.append(piece)
+    if not leaking:
+        return f"It is built from {pieces.names()}: together they read the future."
+    named = " and ".join(f"{p.whose} (from notebook {p.spec.notebook})" for p in leaking)
+    return (
+        f"The leak comes from {named}: with the course's pieces around it, it still reads the "
+        "future."
+    )
 
 
 def measure_leak(model, label: str, t0: int | None, seed: int = 0) -> tuple[int, float]:

@@ -379,18 +379,6 @@ def _further(cases) -> str:
     return f"n_heads {heads}, T from {min(sizes)} to {max(sizes)}, other seeds"
 
 
-def challenge_a_hidden(MyMultiHeadAttention) -> None:
-    cases = (
-        (_GPTConfig(d_model=64, n_heads=8), 2, 12, 7),
-        (_GPTConfig(d_model=32, n_heads=1), 3, 9, 8),
-        (_GPTConfig(d_model=48, n_heads=3), 1, 20, 9),
-        (_GPTConfig(d_model=32, n_heads=4), 4, 1, 10),
-    )
-    for config, B, T, seed in cases:
-        _check_mha(MyMultiHeadAttention, config, B, T, seed)
-    passed(EX6A, f"{EX6A} (further cases): {_further(cases)}.")
-
-
 # ---------------------------------------------------------------------------------------------
 # Challenge B: the block
 
@@ -610,18 +598,6 @@ def challenge_b(MyBlock) -> None:
         "output with its weights copied in (run here on the package's attention layer), and a "
         "stack of your blocks passes the leak test.",
     )
-
-
-def challenge_b_hidden(MyBlock) -> None:
-    cases = (
-        (_GPTConfig(d_model=64, n_heads=8), 2, 12, 7),
-        (_GPTConfig(d_model=32, n_heads=1), 4, 9, 8),
-        (_GPTConfig(d_model=32, n_heads=4), 1, 1, 9),
-    )
-    for config, B, T, seed in cases:
-        _check_block(MyBlock, config, B, T, seed)
-    _block_leak_test(MyBlock, cases[0][0], 10)
-    passed(EX6B, f"{EX6B} (further cases): {_further(cases)}, leak test.")
 
 
 # ---------------------------------------------------------------------------------------------

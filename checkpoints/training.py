@@ -167,14 +167,6 @@ def exercise_4(lm_metrics) -> None:
     passed(EX4, f"{EX4}: the mean cross-entropy in nats, exp(nats) and nats / ln 2 (Equation 15).")
 
 
-def exercise_4_hidden(lm_metrics) -> None:
-    V, T_max = _LAB.vocab_size, _LAB.T_max
-    _case(lm_metrics, *_inputs(10, 1, 1, 7), "B = T = 1, 7 classes")
-    _case(lm_metrics, *_inputs(11, 5, 3, 11, torch.float64), "float64")
-    _case(lm_metrics, *_inputs(12, 2, T_max, V), f"a full window of T_max = {T_max}")
-    passed(EX4, f"{EX4} (further cases): single positions, float64, full windows.")
-
-
 def gpt_well_below_trigram(gpt_nats: float, trigram_nats: float, budget: str) -> None:
     """The one comparison the lab asserts; nothing is asserted about GPT against LSTM."""
     if budget not in ("quick", "full"):

@@ -9,6 +9,9 @@
     python -m grader class-report            reports/class.md: pass rates and common mistakes
     python -m grader formgrader              nbgrader's formgrader: grade the written answer
 
+feedback and export leave a notebook whose written answer is not graded by hand yet without a
+score, and say whose; --partial writes its partial score, marked so.
+
 Every command takes --course (default $TRANSFORMER_LAB_COURSE, else ~/transformer-lab-course)
 and writes what it did to reports/: collect's table, autograde's scores table, the class
 report. The release itself is built from solutions/ by
@@ -88,12 +91,21 @@ def build_parser() -> argparse.ArgumentParser:
         help="a regular expression whose (?P<student>...) group names the student in a file "
         "name (default: course.toml's [collect] pattern)",
     )
-    collect.add_argument("--student", help="whose every file is (an emailed notebook)")
+    collect.add_argument(
+        "--student", help="whose every file is (an emailed notebook): id, SIS login or email"
+    )
     collect.add_argument(
         "--submitted-at",
         metavar="TIME",
         help="when every file was handed in, ISO 8601 (2027-01-15T14:00, in course.toml's "
         "timezone unless it has an offset); wins over any time a name, zip or file gives",
+    )
+    collect.add_argument(
+        "--times",
+        type=Path,
+        metavar="CSV",
+        help="the LMS's own hand-in times: Canvas's submissions API as CSV (user_id, "
+        "assignment_id or assignment, submitted_at[, attachment_ids])",
     )
     pin = commands.add_parser(
         "collect-pin", help="choose which kept file of a notebook counts, or list them"
@@ -105,16 +117,41 @@ def build_parser() -> argparse.ArgumentParser:
     roster = commands.add_parser("roster", help="load the class list into the gradebook")
     roster.add_argument("csv", type=Path, help="nbgrader's student CSV, or Canvas's or Moodle's")
     add_autograde(commands)
-    commands.add_parser("feedback", help="HTML feedback in feedback/, hidden tests left out")
-    report = commands.add_parser("class-report", help="the class report of common mistakes")
-    report.add_argument(
-        "--names", action="store_true", help="name the students behind each mistake (not for class)"
-    )
     form = commands.add_parser("formgrader", help="nbgrader's formgrader on the course")
     form.add_argument("--port", type=int, help="default: a free port")
+    add_reports(commands)
+    return parser
+
+
+PARTIAL_HELP = (
+    "write the partial score of a notebook whose written answer is not graded by hand yet "
+    "(it counts 0), marked so; default: no score until it is"
+)
+
+
+def add_reports(commands) -> None:
+    """What goes back to students, the LMS and the class: feedback, export, class-report."""
+    feedback = commands.add_parser(
+        "feedback", help="HTML feedback in feedback/, hidden tests left out"
+    )
+    feedback.add_argument("--partial", action="store_true", help=PARTIAL_HELP)
     export = commands.add_parser("export", help="the gradebook as CSV")
     export.add_argument("--to", type=Path, help="default: COURSE/reports/grades.csv")
-    return parser
+    export.add_argument("--partial", action="store_true", help=PARTIAL_HELP)
+    export.add_argument(
+        "--canvas-export",
+        type=Path,
+        metavar="CSV",
+        help='Canvas\'s gradebook export: its columns of our notebooks, "01_attention (7001)", '
+        "head canvas_import.csv from now on, so that it updates those assignments",
+    )
+    report = commands.add_parser("class-report", help="the class report of common mistakes")
+    report.add_argument(
+        "--names",
+        action="store_true",
+        help="also reports/class_names.md, naming the students behind each mistake (not for "
+        "class; class.md stays without names)",
+    )
 
 
 def collect_command(args: argparse.Namespace, course: Path) -> None:
@@ -124,6 +161,7 @@ def collect_command(args: argparse.Namespace, course: Path) -> None:
         pattern=args.pattern,
         student=args.student,
         submitted_at=args.submitted_at,
+        times=args.times,
     )
     print(found.summary)
 
@@ -160,12 +198,18 @@ def autograde_command(args: argparse.Namespace, course: Path) -> None:
 
 
 def feedback_command(args: argparse.Namespace, course: Path) -> None:
+    from .term import hand_grading
     from .term.bundles import bundle_feedback
+    from .term.deadlines import assigned
 
     feedback(course)
     print(f"feedback in {course / 'feedback'}")
-    bundles = bundle_feedback(course)
+    pending = hand_grading.waiting(course, assigned(course))
+    bundles = bundle_feedback(course, pending, args.partial)
     print(f"{len(bundles)} feedback bundles in {course / 'reports' / 'feedback_bundles'}")
+    said = hand_grading.summary(course, pending, args.partial)
+    if said:
+        print(said)
 
 
 def class_report_command(args: argparse.Namespace, course: Path) -> None:
@@ -182,13 +226,19 @@ def formgrader_command(args: argparse.Namespace, course: Path) -> None:
 
 
 def export_command(args: argparse.Namespace, course: Path) -> None:
+    from .term.deadlines import assigned
+    from .term.gradesheet import keep_canvas_columns
     from .term.gradesheet import write as write_gradesheets
 
+    assigned(course)  # a course with nothing released, or a bad course.toml: one line, first
+    if args.canvas_export:
+        kept = keep_canvas_columns(course, args.canvas_export)
+        print(f"Canvas's columns, kept for canvas_import.csv: {', '.join(kept)}")
     target = (args.to or course / "reports" / "grades.csv").resolve()
     target.parent.mkdir(parents=True, exist_ok=True)
-    nbgrader(course, "export", f"--to={target}")
+    nbgrader(course, "export", f"--to={target}", f"--NbgraderCsv.partial={args.partial}")
     print(f"wrote {target}")
-    for line in write_gradesheets(course):
+    for line in write_gradesheets(course, args.partial):
         print(line)
 
 

@@ -8,12 +8,16 @@ every few steps, PyTorch's fused attention kernel, the device's precision policy
 
 Per device (the CPU always, and the GPU when there is one) and per model it measures training
 tokens/s, evaluation characters/s and peak memory of both loops, and the attention kernel
-against the explicit form at every precision the device runs natively. The tables are printed
-and written to docs/bench/<device class>.md with the machine, torch version, date and commit,
-so that no figure is typed into the docs by hand. Figures only; nothing here asserts a speed.
+against the explicit form at every precision the device runs natively. Then notebook 04's cost
+at the quick budget: the time of a training step of the mini-GPT on the fused kernel and on a
+student's attention plugged in (`MiniGPT(attention=...)`, the explicit path), and of the LSTM,
+taken in turns in one process, and the notebook's wall time at three seeds projected from them
+against the pipeline's budget. The tables are printed and written to
+docs/bench/<device class>.md with the machine, its load, torch version, date and commit, so that
+no figure is typed into the docs by hand. Figures only; nothing here asserts a speed.
 
     python -m maintainer.bench                      # 20 timed steps per figure (`make bench`)
-    python -m maintainer.bench --steps 2 --eval-chars 500 --out -   # seconds; print only
+    python -m maintainer.bench --steps 2 --eval-chars 500 --quick-steps 2 --rounds 1 --out -
     python -m maintainer.bench --compile            # also our loop under torch.compile
 """
 
@@ -21,11 +25,13 @@ from __future__ import annotations
 
 import argparse
 import functools
+import json
 import math
 import multiprocessing
 import os
 import platform
 import random
+import statistics
 import sys
 import time
 import traceback
@@ -36,12 +42,14 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
+from grader.course import TRAINING_NOTEBOOK
 from transformer_lab.baselines import device_class
 from transformer_lab.data import TEST_CHARS, VAL_END, Corpus, load_corpus
 from transformer_lab.evaluate import evaluate_gpt, evaluate_lstm, gpt_windows
 from transformer_lab.lstm import CharLSTM
 from transformer_lab.model import MiniGPT
 from transformer_lab.runtime import (
+    BUDGETS,
     Budget,
     Precision,
     configure_cpu_threads,
@@ -51,11 +59,12 @@ from transformer_lab.runtime import (
     resolve_device,
     set_seed,
 )
-from transformer_lab.train import T_DEFAULT, train_lm
+from transformer_lab.train import DEFAULT_LR, T_DEFAULT, estimate_loss, train_lm, validation_starts
 
 from . import ROOT, commit_label
 
 DOCS = ROOT / "docs" / "bench"
+BASELINES = ROOT / "data" / "baselines.json"
 BATCH_SIZE = 16
 EVAL_BATCH_SIZE = 64  # evaluate_gpt's default
 LSTM_CHUNK = 4096  # evaluate_lstm's default
@@ -68,9 +77,21 @@ def _warmup(steps: int) -> int:
 
 
 def plain_attention(Q, K, V, allowed):
+    """The explicit form as the solution of notebook 01's Exercise 1 writes it."""
     scores = Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])  # (B, n_heads, T, T)
     A = torch.softmax(scores.masked_fill(~allowed, float("-inf")), dim=-1)
     return A @ V, A
+
+
+def einsum_attention(Q, K, V, allowed):
+    """The same, as a student who writes Exercise 1 with einsum does."""
+    scores = torch.einsum("...qd,...kd->...qk", Q, K) / math.sqrt(Q.shape[-1])
+    A = torch.softmax(scores.masked_fill(~allowed, float("-inf")), dim=-1)
+    return torch.einsum("...qk,...kd->...qd", A, V), A
+
+
+# The GPT's attention in our loop: None is PyTorch's fused kernel (the model's own path).
+ATTENTIONS = {"sdpa": None, "explicit": plain_attention, "einsum": einsum_attention}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -143,6 +164,50 @@ def reference_eval(model, ids: torch.Tensor, end: int, device) -> float:
     return total / (end - VAL_END)
 
 
+def _model(name: str, attention: str = "sdpa"):
+    """A fresh mini-GPT on one of ATTENTIONS, plugged in as the notebooks plug the student's,
+    or the LSTM."""
+    return MiniGPT(attention=ATTENTIONS[attention]) if name == "gpt" else CharLSTM()
+
+
+# Notebook 04's rows at the quick budget: (model, attention), the GPT on each of ATTENTIONS.
+QUICK_ROWS = (("gpt", "sdpa"), ("gpt", "explicit"), ("gpt", "einsum"), ("lstm", "sdpa"))
+
+
+@dataclass(frozen=True)
+class StepTimes:
+    """Milliseconds of one training step (each round's) and of one validation batch, per row."""
+
+    step_ms: dict[tuple[str, str], list[float]]
+    validation_ms: dict[tuple[str, str], list[float]]
+
+
+def step_times(corpus: Corpus, steps: int, rounds: int) -> StepTimes:
+    """Each row of QUICK_ROWS trained for `steps` steps by `train_lm` at the quick budget's
+    batch and T, the rows in turn, `rounds` times: a machine that gets busier slows every row
+    alike. A step's time is the run's wall time less its one validation batch, timed apart."""
+    quick = BUDGETS["quick"]
+    step_ms = {row: [] for row in QUICK_ROWS}
+    validation_ms = {row: [] for row in QUICK_ROWS}
+    precision = precision_for("cpu")
+    for _ in range(rounds):
+        for name, attention in QUICK_ROWS:
+            set_seed(0)
+            model = _model(name, attention)
+            lr = DEFAULT_LR[name]
+            warm = Budget("warm-up", quick.batch_size, _warmup(steps), steps, 1)
+            train_lm(model, corpus, warm, lr=lr, progress=False)
+            starts = validation_starts(corpus.val, quick.batch_size, T_DEFAULT, quick.eval_batches)
+            start = time.perf_counter()
+            estimate_loss(model, corpus.val, starts, T_DEFAULT, precision)
+            batch = (time.perf_counter() - start) / quick.eval_batches
+            timed = Budget("bench", quick.batch_size, steps, steps, 1)
+            history = train_lm(model, corpus, timed, lr=lr, progress=False)
+            step_ms[name, attention].append((history.wall_time_s - batch) / steps * 1000)
+            validation_ms[name, attention].append(batch * 1000)
+    return StepTimes(step_ms, validation_ms)
+
+
 def _test_prefix(corpus: Corpus, chars: int) -> Corpus:
     """The corpus cut after `chars` test characters: evaluate_* then score only those."""
     return Corpus(corpus.text, corpus.vocab, corpus.ids[: VAL_END + chars])
@@ -161,9 +226,10 @@ class Job:
     steps: int = 20
     eval_chars: int = TEST_CHARS
     precision: str | None = None  # ours: None = the device's policy, else "fp32", "bf16", "fp16"
-    attention: str = "sdpa"  # the GPT in our loop: "sdpa" (torch's kernel) or "explicit"
+    attention: str = "sdpa"  # the GPT in our loop: a key of ATTENTIONS
     compile: bool = False
     threads: int = 1
+    rounds: int = 1  # "steps": how many times each row is timed, in turns
 
 
 @dataclass(frozen=True)
@@ -200,10 +266,10 @@ def run_job(job: Job) -> Figure:
     corpus = _corpus(job.device)
     if job.what == "idle":
         return Figure(0.0, _peak_rss_mib() if dev.type == "cpu" else None)
+    if job.what == "steps":
+        return step_times(corpus, job.steps, job.rounds)
     set_seed(0)
-    model = MiniGPT() if job.model == "gpt" else CharLSTM()
-    if job.model == "gpt" and (job.loop == "reference" or job.attention == "explicit"):
-        model.use_attention(plain_attention)
+    model = _model(job.model, "explicit" if job.loop == "reference" else job.attention)
     if dev.type == "cuda":
         _synchronize(dev)
         torch.cuda.reset_peak_memory_stats(dev)
@@ -337,6 +403,13 @@ def _machine(devices: list[torch.device], threads: int) -> str:
     return line
 
 
+def _load() -> str:
+    try:
+        return ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    except OSError:  # not available here
+        return "unknown"
+
+
 def _mib(figure: Figure) -> str:
     return "-" if figure.peak_mib is None else f"{figure.peak_mib:,.0f}"
 
@@ -357,13 +430,8 @@ def _row(cells: list[str]) -> str:
     return "| " + " | ".join(cells) + " |"
 
 
-def _preamble(steps: int, eval_chars: int, compile: bool, devices, threads, idle) -> list[str]:
+def _preamble(options: str, steps: int, devices, threads, idle) -> list[str]:
     commit, dirty = commit_label(10)
-    options = (
-        (f" --steps {steps}" if steps != 20 else "")
-        + (f" --eval-chars {eval_chars}" if eval_chars != TEST_CHARS else "")
-        + (" --compile" if compile else "")
-    )
     return [
         "# Throughput: our loop against a plain eager loop",
         "",
@@ -372,6 +440,8 @@ def _preamble(steps: int, eval_chars: int, compile: bool, devices, threads, idle
         "",
         f"- date: {datetime.now(UTC).isoformat(timespec='seconds')}",
         f"- machine: {_machine(devices, threads)}",
+        f"- load average (1, 5, 15 min) at the start: {_load()}; a machine shared with other "
+        "work slows every figure",
         f"- torch {torch.__version__}, Python {platform.python_version()}, commit {commit}"
         + (" (with uncommitted changes)" if dirty else ""),
         f"- training: batch {BATCH_SIZE} x T {T_DEFAULT}, lr {LR:g}, {steps} timed steps after "
@@ -391,10 +461,13 @@ def run_bench(
     eval_chars: int | None = None,
     out: str | Path | None = None,
     compile: bool = False,
+    quick_steps: int = 50,
+    rounds: int = 3,
 ) -> str:
     """Measure, print each section as it is done, write them to `out`; return the markdown.
 
     out: None -> docs/bench/<device class of `device`>.md; "-" -> no file.
+    quick_steps, rounds: notebook 04's rows, each timed over that many steps, that many times.
     """
     requested = torch.device(device)
     devices = [torch.device("cpu")] + ([requested] if requested.type != "cpu" else [])
@@ -412,11 +485,20 @@ def run_bench(
         )
 
     models = [(dev, name) for dev in devices for name in ("gpt", "lstm")]
-    emit(_preamble(steps, eval_chars, compile, devices, threads, job("idle", devices[0])))
+    options = (
+        (f" --steps {steps}" if steps != 20 else "")
+        + (f" --eval-chars {eval_chars}" if eval_chars != TEST_CHARS else "")
+        + (" --compile" if compile else "")
+        + (f" --quick-steps {quick_steps}" if quick_steps != 50 else "")
+        + (f" --rounds {rounds}" if rounds != 3 else "")
+    )
+    emit(_preamble(options, steps, devices, threads, job("idle", devices[0])))
     ours_train = {(dev, name): job("train", dev, model=name) for dev, name in models}
     emit(_training_table(models, ours_train, job))
     emit(_evaluation_table(models, eval_chars, job))
     emit(_attention_table(devices, job))
+    cpu_steps = Job("steps", steps=quick_steps, threads=threads, rounds=rounds)
+    emit(_notebook_04_tables(measure(cpu_steps), quick_steps, rounds))
     if compile:
         emit(_compile_table(models, ours_train, job))
     text = "\n".join(lines) + "\n"
@@ -475,6 +557,96 @@ def _attention_table(devices, job) -> list[str]:
     )
 
 
+ATTENTION_LABELS = {
+    "sdpa": "fused: `F.scaled_dot_product_attention`",
+    "explicit": "explicit: a student's, `@` (01's solution), plugged in",
+    "einsum": "explicit: a student's, `einsum`, plugged in",
+}
+
+
+def _notebook_04_tables(times: StepTimes, steps: int, rounds: int) -> list[str]:
+    """Per-step figures of notebook 04's rows, and its wall time projected from them."""
+    quick = BUDGETS["quick"]
+    median = {row: statistics.median(ms) for row, ms in times.step_ms.items()}
+    validation = {row: statistics.median(ms) for row, ms in times.validation_ms.items()}
+    rows = [
+        [name, ATTENTION_LABELS[attention] if name == "gpt" else "-"]
+        + [f"{median[name, attention]:,.1f}", f"{min(times.step_ms[name, attention]):,.1f}"]
+        + [f"{quick.batch_size * T_DEFAULT / median[name, attention] * 1000:,.0f}"]
+        + [f"{validation[name, attention]:,.1f}"]
+        for name, attention in QUICK_ROWS
+    ]
+    lines = _table(
+        f"Notebook 04's training step at the quick budget (batch {quick.batch_size} x T "
+        f"{T_DEFAULT}, fp32, CPU; the median of {rounds} round(s) of {steps} steps, the rows "
+        "in turn in one process)",
+        ["model", "attention", "ms/step", "fastest round ms/step", "tok/s", "validation ms/batch"],
+        rows,
+    )
+    return lines + _projection(median, validation)
+
+
+def _seconds_a_seed(step_ms: float, validation_ms: float) -> float:
+    """One train_lm run at the quick budget: its steps and its validation batches."""
+    quick = BUDGETS["quick"]
+    estimates = sum(
+        1
+        for done in range(1, quick.steps + 1)
+        if done % quick.eval_every == 0 or done == quick.steps
+    )
+    return (quick.steps * step_ms + estimates * quick.eval_batches * validation_ms) / 1000
+
+
+def recorded_rest(baselines: Path = BASELINES) -> tuple[float, int, str] | None:
+    """From the recorded quick/cpu run: notebook 04's seconds outside training (scoring,
+    n-grams, samples, plots, the kernel's start), its seeds, and when and where it ran."""
+    try:
+        run = json.loads(baselines.read_text(encoding="utf-8"))["runs"]["quick/cpu"]
+        provenance, rows = run["provenance"], run["results"]["rows"]
+        seeds = [seed for name in ("gpt", "lstm") for seed in rows[name]["seeds"].values()]
+        training = sum(seed["train_seconds"] for seed in seeds)
+        rest = provenance["notebook_seconds"][TRAINING_NOTEBOOK] - training
+    except (OSError, KeyError, TypeError, ValueError):
+        return None
+    where = f"{provenance['date'][:10]}, commit {provenance['git_commit'][:10]}"
+    return rest, len(provenance["seeds"]), where
+
+
+def _projection(step_ms: dict, validation_ms: dict) -> list[str]:
+    from .pipeline import budgets_for
+
+    recorded = recorded_rest()
+    rest, seeds, where = recorded or (0.0, 3, "")
+    budget = budgets_for("quick", "cpu", list(range(seeds)), [TRAINING_NOTEBOOK])
+    budget = budget[TRAINING_NOTEBOOK]
+    lstm = _seconds_a_seed(step_ms["lstm", "sdpa"], validation_ms["lstm", "sdpa"])
+    rows = []
+    for name, attention in QUICK_ROWS:
+        if name != "gpt":
+            continue
+        gpt = _seconds_a_seed(step_ms[name, attention], validation_ms[name, attention])
+        wall = seeds * (gpt + lstm) + rest
+        rows.append(
+            [ATTENTION_LABELS[attention], f"{gpt:,.0f}", f"{lstm:,.0f}", f"{rest:,.0f}"]
+            + [f"{wall:,.0f}", f"{budget:,.0f}", f"{wall / budget:.0%}"]
+        )
+    quick = BUDGETS["quick"]
+    note = (
+        f"the rest: notebook 04's seconds outside training in the recorded quick/cpu run ({where})"
+        if recorded
+        else "the rest: no quick/cpu run recorded in data/baselines.json, counted as 0"
+    )
+    return _table(
+        f"Notebook 04 at the quick budget, {seeds} seeds, projected from the medians above (not "
+        f"run): each seed trains the GPT and the LSTM for {quick.steps:,} steps with their "
+        f"validation batches; {note}; the budget is `maintainer.pipeline.budgets_for`'s",
+        ["GPT attention", "GPT s a seed", "LSTM s a seed", "the rest s", "projected s"]
+        + ["budget s", "of the budget"],
+        rows,
+        left=1,
+    ) + ["", f"Load average (1, 5, 15 min) at the end: {_load()}."]
+
+
 def _compile_table(models, ours_train: dict, job) -> list[str]:
     rows = []
     for dev, name in models:
@@ -510,6 +682,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--compile", action="store_true", help="also time our loop under torch.compile"
     )
+    parser.add_argument(
+        "--quick-steps", type=int, default=50, help="timed steps of each of notebook 04's rows"
+    )
+    parser.add_argument("--rounds", type=int, default=3, help="times each of 04's rows is timed")
     args = parser.parse_args(argv)
     configure_cpu_threads()
     run_bench(
@@ -518,6 +694,8 @@ def main(argv: list[str] | None = None) -> None:
         eval_chars=args.eval_chars,
         out=args.out,
         compile=args.compile,
+        quick_steps=args.quick_steps,
+        rounds=args.rounds,
     )
 
 

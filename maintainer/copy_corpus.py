@@ -1,12 +1,15 @@
-"""The corpus that grader/term/copies.py's threshold is measured on, and the time for a class of
+"""The corpus that grader/term/copies/'s bars are measured on, and the time for a class of
 200.
 
     python -m maintainer.copy_corpus            FP/FN per exercise, then the 200-student time
 
-Honest students: the bug zoo's right answers (tests/zoo_nb0*.py) and the answers below, each
-written on its own against the exercise's text, in several styles. Copies: the course's
-solution, the package's reference and honest classmates' answers, each renamed, reformatted
-(comments and docstrings gone), with independent statements reordered, and all three at once.
+Honest students: the bug zoo's right answers (tests/zoo_nb0*.py), the answers below, each
+written on its own against the exercise's text, in several styles, answers that follow the
+exercise's hint to the letter (HINTED), and answers typed from the lecture's listings, adapted to
+the exercise's names (LECTURE). Copies: the course's solution, the package's reference and honest
+classmates' answers, each renamed, reformatted (comments and docstrings gone), with independent
+statements reordered, all three at once, padded with lines of the copier's own (a print, an
+assert, a finiteness check), and renamed with a local constant inlined (`d_k` into its one use).
 Every student hands in one notebook holding one answer; the class of one exercise is all of
 them. An honest student flagged against a source they did not copy from (nor were copied from)
 is a false positive; a copy not flagged against the source it came from is a false negative.
@@ -287,6 +290,153 @@ return out
 }
 
 
+# Each exercise answered by following its hint to the letter: the hint's code, the glue between.
+HINTED = {
+    "ex1_attention": [
+        """
+d_k = Q.shape[-1]
+scores = Q @ K.transpose(-2, -1) / math.sqrt(d_k)
+if allowed is not None:
+    scores = scores.masked_fill(~allowed, float("-inf"))
+A = torch.softmax(scores, dim=-1)
+return A @ V, A
+""",
+        """
+scores = Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])
+if allowed is not None:
+    scores = scores.masked_fill(~allowed, float("-inf"))
+weights = torch.softmax(scores, dim=-1)
+output = weights @ V
+return output, weights
+""",
+    ],
+    "ex2_causal_mask": [
+        "return torch.tril(torch.ones(T, T, dtype=torch.bool))",
+        "return torch.arange(T)[None, :] <= torch.arange(T)[:, None]",
+    ],
+    "ex3_embed": [
+        """
+T = idx.shape[1]
+positions = torch.arange(T, device=idx.device)
+return tok_emb(idx) + pos_emb(positions)
+""",
+    ],
+    "ex4_metrics": [
+        """
+log_probs = torch.log_softmax(logits, dim=-1)
+picked = log_probs.gather(-1, targets.unsqueeze(-1))
+nats = -picked.mean().item()
+return nats, math.exp(nats), nats / math.log(2)
+""",
+        """
+B, T, vocab = logits.shape
+loss = torch.nn.functional.cross_entropy(logits.reshape(B * T, vocab), targets.reshape(B * T))
+nats = loss.item()
+return nats, math.exp(nats), nats / math.log(2)
+""",
+    ],
+    "ex5_mean_distance": [
+        """
+T = A.shape[-1]
+steps = torch.arange(T, device=A.device)
+offsets = steps[:, None] - steps[None, :]
+per_query = (A * offsets).sum(dim=-1)
+return per_query.mean(dim=-1)
+""",
+    ],
+    "ex6a_multi_head": [
+        """
+B, T, d_model = H.shape
+Q = self.W_Q(H).view(B, T, self.n_heads, self.d_k).transpose(1, 2)
+K = self.W_K(H).view(B, T, self.n_heads, self.d_k).transpose(1, 2)
+V = self.W_V(H).view(B, T, self.n_heads, self.d_k).transpose(1, 2)
+allowed = tl.causal_mask(T, device=H.device)
+V_bar, A = tl.scaled_dot_product_attention(Q, K, V, allowed)
+V_bar = V_bar.transpose(1, 2).reshape(B, T, d_model)
+return self.drop(self.proj(V_bar)), A
+""",
+    ],
+    "ex6b_block": [
+        """
+attended, _ = self.attn(self.ln1(H))
+H = H + attended
+H = H + self.ffn(self.ln2(H))
+return H
+""",
+    ],
+}
+# Each exercise the lecture has a listing of, answered by typing the listing as printed, with the
+# exercise's names (Lab 5 §2, §3 and §4; Module 3 §13, §14).
+LECTURE = {
+    "ex1_attention": [
+        """
+d_k = Q.size(-1)
+scores = Q @ K.transpose(-2, -1) / math.sqrt(d_k)       # (..., T, T)
+if allowed is not None:
+    scores = scores.masked_fill(~allowed, float("-inf"))   # section 3
+A = torch.softmax(scores, dim=-1)                        # each row sums to 1
+V_bar = A @ V                                            # (..., T, d_k)
+return V_bar, A                                          # A: (..., T, T)
+""",
+        """
+scores = (Q @ K.transpose(-2, -1)) / math.sqrt(Q.shape[-1])
+if allowed is None:
+    allowed = torch.ones_like(scores, dtype=torch.bool)
+else:
+    allowed = torch.broadcast_to(allowed.to(scores.device), scores.shape)
+masked_scores = scores.masked_fill(~allowed, float("-inf"))
+weights = torch.softmax(masked_scores, dim=-1)
+output = weights @ V
+return output, weights
+""",
+    ],
+    "ex2_causal_mask": [
+        """
+mask = torch.tril(torch.ones(T, T, dtype=torch.bool))   # True where i <= t
+return mask
+""",
+        """
+q_pos = torch.arange(T)[:, None]
+k_pos = torch.arange(T)[None, :]
+return k_pos <= q_pos
+""",
+    ],
+    "ex6a_multi_head": [
+        """
+B, T, d = H.shape                                         # batch, positions, width
+Q = self.W_Q(H).view(B, T, self.n_heads, self.d_k).transpose(1, 2)      # (B, n_h, T, d_k)
+K = self.W_K(H).view(B, T, self.n_heads, self.d_k).transpose(1, 2)      # (B, n_h, T, d_k)
+V = self.W_V(H).view(B, T, self.n_heads, self.d_k).transpose(1, 2)      # (B, n_h, T, d_k)
+mask = tl.causal_mask(T, device=H.device)
+V_bar, A = tl.scaled_dot_product_attention(Q, K, V, mask)    # (B, n_h, T, d_k), (B, n_h, T, T)
+V_bar = V_bar.transpose(1, 2).reshape(B, T, d)            # concatenate the heads
+out = self.proj(V_bar)                                    # (B, T, d): W_proj, b_proj
+return self.drop(out), A
+""",
+        """
+b, t, _ = H.shape
+
+def split_heads(z):
+    return z.view(b, t, self.n_heads, self.d_k).transpose(1, 2)
+
+q, k, v = map(split_heads, (self.W_Q(H), self.W_K(H), self.W_V(H)))
+allowed = torch.ones(t, t, dtype=torch.bool, device=H.device).tril()
+y, A = tl.scaled_dot_product_attention(q, k, v, allowed)
+y = y.transpose(1, 2).contiguous().view(b, t, self.n_heads * self.d_k)
+return self.drop(self.proj(y)), A
+""",
+    ],
+    "ex6b_block": [
+        """
+attended, _ = self.attn(self.ln1(H))
+H = H + attended
+H = H + self.ffn(self.ln2(H))
+return H
+""",
+    ],
+}
+
+
 def _zoo_right() -> dict[str, list[str]]:
     """The bug zoo's right answers, by exercise."""
     sys.path.insert(0, str(ROOT / "tests"))
@@ -383,12 +533,68 @@ def reordered(body: str) -> str:
     return "\n".join(ast.unparse(s) for s in statements)
 
 
+def padded(body: str) -> str:
+    """Four lines of the copier's own around the copy: a print, and an assert and a finiteness
+    check on the result before it is returned."""
+    body = body.strip("\n")
+    last = _body_tree(body).body[0].body[-1]
+    returned = ast.unparse(last.value) if isinstance(last, ast.Return) and last.value else None
+    lines = body.splitlines()
+    if returned is not None:
+        lines = lines[: last.lineno - 2] + [f"result = {returned}"]
+    else:
+        lines.append("result = None")
+    return "\n".join(
+        [
+            'print("computing my answer")',
+            *lines,
+            'assert result is not None, "nothing computed"',
+            "if isinstance(result, torch.Tensor) and not torch.isfinite(result.float()).all():",
+            '    raise ValueError("the result is not finite")',
+            "return result",
+        ]
+    )
+
+
+class _Inline(ast.NodeTransformer):
+    def __init__(self, name: str, value: ast.expr):
+        self.name, self.value = name, value
+
+    def visit_Name(self, node):
+        return copy.deepcopy(self.value) if node.id == self.name else node
+
+
+def inlined(body: str) -> str:
+    """The first local that is assigned once from a name's attribute or index (`d_k =
+    Q.shape[-1]`) written into each of its uses instead, its line gone."""
+    statements = _body_tree(body).body[0].body
+    for i, statement in enumerate(statements):
+        if not (
+            isinstance(statement, ast.Assign)
+            and len(statement.targets) == 1
+            and isinstance(statement.targets[0], ast.Name)
+            and isinstance(statement.value, (ast.Attribute, ast.Subscript, ast.Call))
+        ):
+            continue
+        name = statement.targets[0].id
+        rest = statements[i + 1 :]
+        if name in {n for s in rest for n in _binds(s)} or name not in {
+            n for s in rest for n in _uses(s)
+        }:
+            continue
+        kept = statements[:i] + [_Inline(name, statement.value).visit(s) for s in rest]
+        return "\n".join(ast.unparse(s) for s in kept)
+    return body
+
+
 TRANSFORMS = {
     "verbatim": lambda body: body,
     "renamed": renamed,
     "reformatted": reformatted,
     "reordered": reordered,
     "all three": lambda body: reordered(renamed(body)),
+    "padded": padded,
+    "renamed, inlined": lambda body: inlined(renamed(body)),
 }
 
 
@@ -456,6 +662,10 @@ def corpus(course: Path) -> dict[str, dict[str, tuple[str, str, str | None]]]:
         honest = HONEST[grade_id] + zoo.get(grade_id, [])
         for n, body in enumerate(honest):
             students[f"honest{n}"] = (body, "honest", None)
+        for n, body in enumerate(HINTED.get(grade_id, [])):
+            students[f"hinted{n}"] = (body, "hint followed", None)
+        for n, body in enumerate(LECTURE.get(grade_id, [])):
+            students[f"lecture{n}"] = (body, "lecture typed", None)
         solution = solution_body(course, grade_id)
         if grade_id == "ex4_prediction":
             example = solution.split("**Rubric")[0].strip()
@@ -474,7 +684,7 @@ def corpus(course: Path) -> dict[str, dict[str, tuple[str, str, str | None]]]:
             for name, transform in TRANSFORMS.items():
                 if name == "verbatim" and source.startswith("honest"):
                     continue
-                students[f"copy_{source}_{name.replace(' ', '_')}"] = (
+                students[f"copy_{source}_{re.sub(r'[ ,]+', '_', name)}"] = (
                     transform(body),
                     name,
                     source,
@@ -492,32 +702,37 @@ class Row(NamedTuple):
     honest: int
     flagged: int  # honest students flagged
     wrong: list[str]  # who was missed or flagged, and against what
-    margins: dict[str, float]  # highest honest share, lowest caught copy's, by source kind
+    margins: dict[str, tuple]  # highest honest shares, the nearest copy's, by source kind
+    missed_by_kind: dict[str, int]  # false negatives by kind of copy (verbatim, padded, ...)
 
 
 def _kind(source: str | None) -> str:
     return "published" if source in copies.PUBLISHED else "classmate"
 
 
-def _margins(students: dict, found: list[copies.Match], grade_id: str) -> dict[str, float]:
-    """The highest share an honest student reaches of a source they did not copy from (nor
-    were copied from), and the lowest share a copy reaches of its own source, by kind of
-    source; matches shorter than the minimum left out, as they are never flagged."""
-    margins: dict[str, float] = {}
-    best: dict[tuple[str, str], float] = {}
+def _margins(students: dict, found: list[copies.Match], grade_id: str) -> dict[str, tuple]:
+    """By kind of source: the highest shares (of the student's side, of the source's) an honest
+    student reaches of a source they did not copy from (nor were copied from), and the two
+    shares of the copy that comes nearest to being missed (the lowest of either share over its
+    bar); matches with too few tokens alike or too short a run left out, as they are never
+    flagged."""
+    margins: dict[str, tuple] = {}
     for m in found:
-        if m.part == grade_id and m.tokens >= m.kind.min_tokens:
-            source = m.name if m.source == "classmate" else m.source
-            best[m.student, source] = max(best.get((m.student, source), 0.0), m.share)
-    for (student, source), share in best.items():
-        own = students[student][2]
-        copiers = {s for s, (_, _, src) in students.items() if src == student}
+        bar = m.kind.bar(m.source)
+        if m.part != grade_id or m.tokens < bar.tokens or m.longest < bar.run:
+            continue
+        source = m.name if m.source == "classmate" else m.source
+        own = students[m.student][2]
+        copiers = {s for s, (_, _, src) in students.items() if src == m.student}
         if own is None and source not in copiers:
             key = f"honest {_kind(source)}"
-            margins[key] = max(margins.get(key, 0.0), share)
+            mine, held = margins.get(key, (0.0, 0.0))
+            margins[key] = (max(mine, m.share), max(held, m.held_share))
         elif own == source:
             key = f"copy {_kind(source)}"
-            margins[key] = min(margins.get(key, 1.0), share)
+            nearest = max(m.share / bar.mine, m.held_share / bar.held)
+            if key not in margins or nearest < margins[key][2]:
+                margins[key] = (m.share, m.held_share, nearest)
     return margins
 
 
@@ -525,19 +740,23 @@ def _score(grade_id: str, students: dict, found: list[copies.Match]) -> Row:
     shown = copies.flagged(found)  # the notebook level too
     named = {(m.student, m.source if m.source != "classmate" else m.name) for m in shown}
     wrong, caught, flagged_honest = [], 0, 0
-    for student, (_, _, source) in students.items():
+    missed: dict[str, int] = {}
+    for student, (_, what, source) in students.items():
         if source is not None:
             caught += (student, source) in named
-            wrong += [] if (student, source) in named else [f"missed {student}"]
+            if (student, source) not in named:
+                wrong.append(f"missed {student}")
+                missed[what] = missed.get(what, 0) + 1
             continue
         copiers = {s for s, (_, _, src) in students.items() if src == student}
         accused = {src for s, src in named if s == student} - copiers
         if accused:
             flagged_honest += 1
-            wrong.append(f"flagged {student} against {sorted(accused)}")
+            wrong.append(f"flagged {student} ({what}) against {sorted(accused)}")
     n_copies = sum(source is not None for _, _, source in students.values())
     margins = _margins(students, found, grade_id)
-    return Row(grade_id, n_copies, caught, len(students) - n_copies, flagged_honest, wrong, margins)
+    honest = len(students) - n_copies
+    return Row(grade_id, n_copies, caught, honest, flagged_honest, wrong, margins, missed)
 
 
 def measure(course: Path) -> list[Row]:
@@ -597,18 +816,36 @@ def main(argv: list[str] | None = None) -> None:
         rows = measure(course)
         print(f"code: {copies.CODE}\nwritten answers: {copies.TEXT}")
         print(
-            "| exercise | copies | caught | missed | honest | flagged | honest max "
-            "(published / classmate) | copies min (published / classmate) |"
+            "| exercise | copies | caught | false negatives | honest | false positives | "
+            "honest max, published | honest max, classmate | nearest copy, published | "
+            "nearest copy, classmate |"
         )
-        print("|---|---:|---:|---:|---:|---:|---:|---:|")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
         for r in rows:
-            m = {k: f"{v:.2f}" for k, v in r.margins.items()}
-            honest = f"{m.get('honest published', '–')} / {m.get('honest classmate', '–')}"
-            caught = f"{m.get('copy published', '–')} / {m.get('copy classmate', '–')}"
+            shown = [
+                " / ".join(f"{v:.2f}" for v in r.margins[key][:2]) if key in r.margins else "–"
+                for key in (
+                    "honest published",
+                    "honest classmate",
+                    "copy published",
+                    "copy classmate",
+                )
+            ]
             print(
                 f"| {r.grade_id} | {r.copies} | {r.caught} | {r.copies - r.caught} | "
-                f"{r.honest} | {r.flagged} | {honest} | {caught} |"
+                f"{r.honest} | {r.flagged} | " + " | ".join(shown) + " |"
             )
+        print(
+            "Shares: of the student's own code / of the source's. Nearest copy: the one whose "
+            "shares come nearest to the bars, caught or not."
+        )
+        missed: dict[str, int] = {}
+        for r in rows:
+            for kind, count in r.missed_by_kind.items():
+                missed[kind] = missed.get(kind, 0) + count
+        print(
+            "False negatives by kind of copy: " + ", ".join(f"{k} {v}" for k, v in missed.items())
+        )
         for r in rows:
             for line in r.wrong:
                 print(f"  {r.grade_id}: {line}")

@@ -1,6 +1,7 @@
 """A fabricated class: the notebooks that the grading tests and the grading bench hand in (every
 exercise solved, untouched, partial, reshaped by Colab, stripped of metadata, looping, hogging
-memory, tampering with the checks, delegating, copying...), built from a real release."""
+memory, tampering with the checks, delegating, copying...), built from a real release; and the
+LMS downloads that carry them, zipped as Canvas and Moodle zip them (canvas_zip, moodle_zip)."""
 
 from __future__ import annotations
 
@@ -8,11 +9,13 @@ import atexit
 import copy
 import inspect
 import json
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
 import zipfile
+from datetime import datetime
 from pathlib import Path
 
 from maintainer.notebook_build import SOLUTION_MARKERS
@@ -226,3 +229,41 @@ def _tampered_and_hostile(course: Path, folder: Path) -> None:
     write(folder / "alwayseq" / "01_attention.ipynb", with_attention(course, ALWAYS_EQUAL))
     write(folder / "delegate" / "01_attention.ipynb", with_attention(course, DELEGATED_ATTENTION))
     write(folder / "copycat" / "01_attention.ipynb", with_attention(course, COPIED_ATTENTION))
+
+
+def canvas_name(sortable: str, user_id: int, attachment_id: int, file: str, late=False) -> str:
+    """A file's name in Canvas's submissions zip (lib/content_zipper.rb, get_filename and
+    add_upload_submission): the sortable name lower-cased with all but word characters removed
+    ("Archer, Alice" -> "archeralice"), LATE where Canvas deems the submission late, the user
+    id, then the attachment's id and display name."""
+    who = re.sub(r"[^\w]", "", sortable.lower())
+    return "_".join([who, *["LATE"] * late, str(user_id), str(attachment_id), file])
+
+
+def canvas_zip(path: Path, files: list[tuple[str, bytes]], built: datetime) -> Path:
+    """Canvas's "Download Submissions" zip as ContentZipper#zip_assignment writes it: each file
+    through rubyzip's get_output_stream(name) with no time, so every entry carries
+    Zip::DOSTime.now, the moment the zip was built (the server's local time, no zone, no
+    extended timestamp), deflated; in the order of the submissions query, which is none."""
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        stamp = built.timetuple()[:6]
+        for name, raw in files:
+            archive.writestr(zipfile.ZipInfo(name, date_time=stamp), raw)
+    return path
+
+
+def moodle_name(full_name: str, participant: int, file: str) -> str:
+    """A file's name in Moodle's "Download all submissions" (mod/assign/locallib.php,
+    download_submissions): full name, the participant id Moodle draws per assignment, the
+    plugin ("assignsubmission_file"), the file's own name."""
+    return f"{full_name}_{participant}_assignsubmission_file_{file}"
+
+
+def moodle_zip(path: Path, files: list[tuple[str, bytes, datetime]]) -> Path:
+    """Moodle's zip as zip_packer::archive_to_pathname writes it: PHP's ZipArchive::addFile of
+    each file's content in the file pool (stored_file::archive_file), so an entry carries the
+    pool file's modification time, when Moodle first stored those bytes (local, no zone)."""
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, raw, pooled in files:
+            archive.writestr(zipfile.ZipInfo(name, date_time=pooled.timetuple()[:6]), raw)
+    return path

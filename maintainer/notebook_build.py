@@ -5,6 +5,7 @@ solutions/NN_topic.py (jupytext percent: nbgrader metadata in cell headers, nbgr
   -> notebooks/NN_topic.ipynb                       workshop: stubs, hints, checks, folded solutions
   -> COURSE/release/NN_topic/NN_topic.ipynb         graded release (`nbgrader generate_assignment`)
   -> COURSE/publish/NN_topic.ipynb                  the release, to publish for Colab (+ README)
+  -> COURSE/publish/transformer_lab-V-py3-none-any.whl   what its setup cell installs on Colab
 
 The workshop flavour is made with nbgrader's own ClearSolutions and ClearHiddenTests, with the
 stubs of grader/nbgrader_config.py, so it carries the same stubs and grade ids as the release
@@ -28,6 +29,8 @@ from pathlib import Path
 from grader.course import COURSE, nbgrader_config, release
 
 from . import ROOT
+from .setup_cell import FORM, graded_setup, tags, workshop_setup
+from .student_package import build_wheel, wheel_name
 
 SOLUTIONS = ROOT / "solutions"
 NOTEBOOKS = ROOT / "notebooks"
@@ -63,20 +66,18 @@ def _header(name: str, config: dict):
     repo, ref = config["repository"].rstrip("/"), config["ref"]
     github_path = repo.removeprefix("https://github.com/")
     badge = _badge(f"{COLAB}/github/{github_path}/blob/{ref}/notebooks/{name}.ipynb")
-    setup = _setup(
-        repo,
-        ref,
-        "# Setup. On Colab: fetch the course at its pinned ref, install its helper package\n"
-        "# (Colab's own torch is kept) and work from its notebooks/ folder, where the recorded\n"
-        "# baselines and model (../data/) are found. Elsewhere this cell does nothing.\n",
-        'f"{course}/notebooks"',
-    )
-    return nbformat.v4.new_markdown_cell(badge), nbformat.v4.new_code_cell(setup)
+    setup = nbformat.v4.new_code_cell(workshop_setup(repo, ref), metadata=dict(FORM))
+    return nbformat.v4.new_markdown_cell(badge), setup
 
 
 def publish_colab_url(publish_url: str, name: str) -> str:
     """Colab's address of the published copy NAME.ipynb, from where the folder is pushed:
     github.com/ORG/REPO/blob/BRANCH[/FOLDER] (https:// optional)."""
+    return f"{COLAB}/github/{_published_folder(publish_url)}/{name}.ipynb"
+
+
+def _published_folder(publish_url: str) -> str:
+    """ORG/REPO/blob/BRANCH[/FOLDER] of a publish URL, or ValueError saying what to give."""
     where = publish_url.strip().rstrip("/").removeprefix("https://").removeprefix("http://")
     if not where.startswith("github.com/") or "/blob/" not in where:
         raise ValueError(
@@ -84,13 +85,23 @@ def publish_colab_url(publish_url: str, name: str) -> str:
             "pushed to, as github.com/ORG/REPO/blob/BRANCH (a Drive folder has no address to "
             "link: leave it out and share the notebooks from Drive)"
         )
-    return f"{COLAB}/github/{where.removeprefix('github.com/')}/{name}.ipynb"
+    return where.removeprefix("github.com/")
+
+
+def published_wheel(publish_url: str | None) -> str:
+    """Where the graded setup cell installs the student wheel from: the published folder's raw
+    file (GitHub's /raw/ address), or without a publish URL the bare file name, which the
+    student uploads into the runtime's working folder."""
+    if not publish_url:
+        return wheel_name()
+    raw = _published_folder(publish_url).replace("/blob/", "/raw/", 1)
+    return f"https://github.com/{raw}/{wheel_name()}"
 
 
 def _graded_header(name: str, config: dict, publish_url: str | None):
     """The graded flavour's header: the badge opens the instructor's published copy (none
-    without a publish URL), and the setup cell installs the package without sending the
-    student to the repository's notebooks/, whose solutions are folded one click away."""
+    without a publish URL), and the setup cell installs the student wheel published beside it,
+    never a clone of the course repository (whose solutions/ and notebooks/ hold the answers)."""
     import nbformat
 
     note = (
@@ -99,33 +110,9 @@ def _graded_header(name: str, config: dict, publish_url: str | None):
     )
     if publish_url:
         note = f"{_badge(publish_colab_url(publish_url, name))}\n\n{note}"
-    setup = _setup(
-        config["repository"].rstrip("/"),
-        config["ref"],
-        "# Setup. On Colab: fetch the course's helper package and recorded baselines at the\n"
-        "# pinned ref, install the package (Colab's own torch is kept) and work from the top of\n"
-        "# that copy, where the recorded baselines and model (data/) are found. Elsewhere this\n"
-        "# cell does nothing.\n",
-        "course",
-    )
-    return nbformat.v4.new_markdown_cell(note), nbformat.v4.new_code_cell(setup)
-
-
-def _setup(repo: str, ref: str, comment: str, workdir: str) -> str:
-    return (
-        comment + "import sys\n\n"
-        'if "google.colab" in sys.modules:\n'
-        "    import os\n"
-        "    import subprocess\n\n"
-        '    course = os.path.expanduser("~/transformer-lab")\n'
-        "    if not os.path.isdir(course):\n"
-        f'        url, ref = "{repo}", "{ref}"\n'
-        '        clone = ["git", "clone", "-q", "--depth", "1", "--branch", ref, url, course]\n'
-        "        subprocess.run(clone, check=True)\n"
-        '        pip = [sys.executable, "-m", "pip", "install", "-q", course]\n'
-        "        subprocess.run(pip, check=True)\n"
-        f"    os.chdir({workdir})"
-    )
+    setup = graded_setup(published_wheel(publish_url), bool(publish_url))
+    setup = nbformat.v4.new_code_cell(setup, metadata=dict(FORM))
+    return nbformat.v4.new_markdown_cell(note), setup
 
 
 def source_notebook(
@@ -154,15 +141,9 @@ def source_notebook(
     else:
         badge, setup = _header(path.stem, config)
     nb.cells[1:1] = [badge, setup]  # after the title
-    nb.metadata = nbformat.from_dict(
-        {
-            "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
-            "language_info": {"name": "python"},
-        }
-    )
-    if path.stem in config.get("gpu", []):
-        nb.metadata["accelerator"] = "GPU"
-        nb.metadata["colab"] = {"gpuType": "T4", "provenance": []}
+    trains = path.stem in config.get("gpu", [])
+    nb.cells.append(nbformat.v4.new_markdown_cell(closing(trains)))
+    nb.metadata = nbformat.from_dict(colab_metadata(trains))
     for i, cell in enumerate(nb.cells):
         cell.metadata.pop("lines_to_next_cell", None)
         cell.id = f"{path.stem[:2]}-{i:03d}"
@@ -170,6 +151,35 @@ def source_notebook(
             cell.outputs, cell.execution_count = [], None
     _fold_reading_afterwards(nb)
     return nb
+
+
+def colab_metadata(gpu: bool) -> dict:
+    """The notebook's metadata as Colab writes it: a T4 runtime is `accelerator` GPU with
+    `colab.gpuType` T4; a CPU runtime is the absence of both, which Colab opens as CPU."""
+    metadata = {
+        "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
+        "language_info": {"name": "python"},
+        "colab": {"provenance": []},
+    }
+    if gpu:
+        metadata["accelerator"] = "GPU"
+        metadata["colab"]["gpuType"] = "T4"
+    return metadata
+
+
+# The closing cell: a heading of its own, so that a folded "After the lab" above never hides it.
+CLOSING = """## When you are done
+
+**Runtime → Disconnect and delete runtime** releases the machine{what}.{why}"""
+CLOSING_GPU = (
+    "\n\nA free account gets one GPU at a time: release this T4 before you open the next "
+    "notebook, which runs on a CPU. Your model is in your Drive if you let this notebook copy it."
+)
+
+
+def closing(gpu: bool) -> str:
+    """The lecture's last step, at the end of every notebook: each runs on a machine of its own."""
+    return CLOSING.format(what=" (a T4 GPU here)" if gpu else "", why=CLOSING_GPU if gpu else "")
 
 
 def _opens_afterwards(cell) -> bool:
@@ -199,14 +209,7 @@ def colab_pipeline_notebook():
     text = COLAB_PIPELINE.read_text(encoding="utf-8")
     text = text.replace("@REPOSITORY@", config["repository"]).replace("@REF@", config["ref"])
     nb = jupytext.reads(text, fmt="py:percent")
-    nb.metadata = nbformat.from_dict(
-        {
-            "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
-            "language_info": {"name": "python"},
-            "accelerator": "GPU",
-            "colab": {"gpuType": "T4", "provenance": []},
-        }
-    )
+    nb.metadata = nbformat.from_dict(colab_metadata(gpu=True))
     for i, cell in enumerate(nb.cells):
         cell.metadata.pop("lines_to_next_cell", None)
         cell.id = f"pipeline-{i:03d}"
@@ -262,32 +265,43 @@ def write(nb, path: Path) -> None:
 PUBLISH_README = """# The course's graded notebooks, to publish
 
 These are the notebooks students open and hand in: nbgrader's release (no solutions, no hidden
-tests), one file each. Publish this folder where students can open it in Colab, and give them
-the links; never send them to the lab repository's notebooks/, whose solutions are folded one
-click below each exercise.
+tests), one file each, and {wheel}, the one package their setup cell installs on
+Colab (the helper package, the checks and the recorded data; no solutions, no workshop
+notebook). Publish this folder, the wheel with the notebooks, where students can open it in
+Colab, and give them the links; never send them to the lab repository's notebooks/, whose
+solutions are folded one click below each exercise.
 
 {where}
 
 Rebuild with `make release` after a change to solutions/; the files here are overwritten.
 """
 PUBLISH_WHERE = """Each notebook's "Open in Colab" badge opens {url}/NN_topic.ipynb: push
-this folder's notebooks there (that folder of a repository of your own, on that branch)."""
+this folder's notebooks there (that folder of a repository of your own, on that branch), and
+the wheel beside them: their setup cell installs it from {wheel_url}."""
 NO_PUBLISH_URL = """The notebooks carry no "Open in Colab" badge, since no address was given. Either
 push this folder to a GitHub repository of your own and rebuild with
 `make release PUBLISH_URL=github.com/ORG/REPO/blob/main` (the badges then open that copy), or
-upload the folder to Google Drive and share each notebook (Open with > Google Colaboratory)."""
+upload the folder to Google Drive and share each notebook (Open with > Google Colaboratory).
+Without an address the setup cell installs {wheel} from the runtime's working folder: give
+students the wheel with the notebook, and they upload it there (its message says how)."""
 
 
 def publish(names: list[str], course: Path, publish_url: str | None = None) -> Path:
-    """COURSE/publish/: the released notebooks, flat, with a README on where they go."""
+    """COURSE/publish/: the released notebooks, flat, the student wheel their setup cell installs,
+    and a README on where they go."""
     folder = Path(course) / "publish"
     folder.mkdir(parents=True, exist_ok=True)
     for name in names:
         released = Path(course) / "release" / name / f"{name}.ipynb"
         (folder / f"{name}.ipynb").write_bytes(released.read_bytes())
+    wheel = build_wheel(folder).name
     url = publish_url.strip().rstrip("/") if publish_url else None
-    where = PUBLISH_WHERE.format(url=url) if url else NO_PUBLISH_URL
-    (folder / "README.md").write_text(PUBLISH_README.format(where=where), encoding="utf-8")
+    if url:
+        where = PUBLISH_WHERE.format(url=url, wheel_url=published_wheel(url))
+    else:
+        where = NO_PUBLISH_URL.format(wheel=wheel)
+    readme = PUBLISH_README.format(where=where, wheel=wheel)
+    (folder / "README.md").write_text(readme, encoding="utf-8")
     return folder
 
 
@@ -372,6 +386,13 @@ def main() -> None:
         print(f"built {name} in {args.course}/{{source,release}}{workshop}")
     if not args.no_release:
         print(f"to publish for students: {args.course / 'publish'} (its README says where)")
+    ref = settings()["ref"]
+    if ref not in tags():
+        print(
+            f"warning: the notebooks' ref {ref} names no tag of this repository, so the workshop "
+            f"setup cell cannot clone it: `git tag {ref}` the release commit and push the tag",
+            file=sys.stderr,
+        )
 
 
 if __name__ == "__main__":

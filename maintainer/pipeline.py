@@ -9,6 +9,11 @@ Seeds: by default a run measures the seeds recorded for its mode and device clas
 nothing is recorded). Seeds that leave out recorded ones are refused unless --replace is given,
 so a recorded seed is never dropped silently.
 
+While a notebook runs, what it prints is shown as it comes, prefixed with the run and the
+notebook: its lines, the training bars (model, step, loss, time left; a line every 20 s or so),
+and, after a minute of silence, how long it has run. Its kernel listens on IPC sockets, so
+ipykernel has no unencrypted TCP port to warn about (`maintainer/kernels.py`).
+
 A failing notebook stops the run with its name and cell, and leaves data/baselines.json as it
 was. The seed's mini-GPT joins data/ only together with the JSON that vouches for its digest: a
 run that fails or is interrupted before then leaves the old pair. Executed notebooks are kept
@@ -54,6 +59,7 @@ from transformer_lab.runtime import (
 from transformer_lab.saving import TRAINED_GPT, sha256
 
 from . import ROOT, commit_label, notebook_build
+from .kernels import PipelineKernelManager, Relay
 
 BASELINES = ROOT / "data" / "baselines.json"
 SCHEMA = ROOT / "data" / "baselines.schema.json"
@@ -172,7 +178,8 @@ def _known_parameters(record: logging.LogRecord) -> bool:
 logging.getLogger("papermill").addFilter(_known_parameters)
 
 
-def _execute(source: Path, workdir: Path, parameters: dict) -> float:
+def _execute(source: Path, workdir: Path, parameters: dict, key: str) -> float:
+    """Run one notebook with papermill, what it prints shown as it comes (`kernels.Relay`)."""
     import papermill
 
     notebook = workdir / f"{source.stem}.ipynb"
@@ -181,14 +188,18 @@ def _execute(source: Path, workdir: Path, parameters: dict) -> float:
     executed.parent.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
     try:
-        papermill.execute_notebook(
-            notebook,
-            executed,
-            parameters=parameters,
-            kernel_name="python3",
-            cwd=workdir,
-            progress_bar=False,
-        )
+        with Relay(f"[{key} {source.stem}]") as shown:
+            papermill.execute_notebook(
+                notebook,
+                executed,
+                parameters=parameters,
+                kernel_name="python3",
+                cwd=workdir,
+                progress_bar=False,
+                stdout_file=shown,
+                stderr_file=shown,
+                kernel_manager_class=PipelineKernelManager,
+            )
     except papermill.PapermillExecutionError as err:
         raise PipelineError(
             f"{source.stem} failed in cell {err.exec_count} with {err.ename}: {err.evalue}. "
@@ -220,7 +231,7 @@ def _run_notebooks(
     start = time.perf_counter()
     for source in sources:
         print(f"[{key}] running {source.stem} ...", flush=True)
-        seconds = _execute(source, workdir, parameters)
+        seconds = _execute(source, workdir, parameters, key)
         provenance["notebook_seconds"][source.stem] = round(seconds, 1)
         budget = provenance["budgets_seconds"].get(source.stem)
         limit = ""

@@ -27,11 +27,20 @@ if not clone.exists():
 # Colab's torch stays: the package asks only for torch>=2.1.
 subprocess.run([sys.executable, "-m", "pip", "install", "-q", "-e", f"{clone}[dev]"], check=True)
 
+# %% [markdown]
+# The pipeline prints each notebook's lines as they come, the training bars among them (model,
+# step, loss, time left): this cell shows them while it runs.
+
 # %%
 seeds = ["--seeds", SEEDS] if SEEDS else []
-subprocess.run(
-    [sys.executable, "-m", "maintainer.pipeline", "--mode", MODE, *seeds], cwd=clone, check=True
-)
+command = [sys.executable, "-u", "-m", "maintainer.pipeline", "--mode", MODE, *seeds]
+with subprocess.Popen(
+    command, cwd=clone, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+) as pipeline:
+    for line in pipeline.stdout:
+        print(line, end="", flush=True)
+if pipeline.returncode:
+    raise SystemExit(f"The pipeline stopped with exit status {pipeline.returncode}: see above.")
 
 # %%
 new = [clone / "data" / "baselines.json", *sorted((clone / "data").glob("mini_gpt-*.pt"))]

@@ -1,21 +1,18 @@
 # %% [markdown]
 # # Lab 5 · Notebook 1 — Scaled dot-product attention
 #
-# Part A of the lab builds a small GPT piece by piece. This notebook does two things:
+# Part A builds a small GPT piece by piece: here, read the model (Exercise 0), then write its
+# attention (Exercise 1).
 #
-# - **Exercise 0 · Read the model** (3 min): find your way around the provided mini-GPT.
-# - **Exercise 1 · Scaled dot-product attention** (12 min): write the equation every attention
-#   head of that model computes.
-#
-# Then a provided measurement shows *why* the scores are divided by $\sqrt{d_k}$. At the end,
-# **after the lab**: your function inside the whole model, one row of attention at
-# initialization, and questions to check yourself.
-#
-# <details><summary>How an exercise works</summary>
+# <details><summary>How this notebook works</summary>
 #
 # Each exercise is a `# TODO` stub. Where people tend to stall, a folded **hint** sits above the
 # stub. The **checkpoint** cell under it passes with a ✅ line or fails with a message that names
-# the likely mistake.
+# the likely mistake. Once Exercise 1's checkpoint passes, your function is kept (in
+# `my_transformer.py`), and notebooks 02–06 run the model on it: its leak tests, its training,
+# its heads. Then a provided measurement shows *why* the scores are divided by $\sqrt{d_k}$; at
+# the end, **after the lab**: your function inside the whole model, one row of attention at
+# initialization, and questions to check yourself.
 #
 # </details>
 
@@ -29,82 +26,73 @@ RESULTS = None  # and a JSON path that collects the measurements
 # %% tags=["parameters"]
 MODE = "auto"  # auto | full | quick | smoke | grade: how much compute the notebook spends
 DEVICE = "auto"  # auto | cpu | cuda | mps
+USE_DRIVE = None  # on Colab, keep your code in Google Drive? None: ask; True: yes; False: no
 
 # %%
 import inspect
-import math
-
-import matplotlib.pyplot as plt
-import torch
 
 import transformer_lab as tl
 from checkpoints import attention as check
-from transformer_lab.plots import plot_score_spread
 
 DEVICE, BUDGET = tl.start_notebook(MODE, DEVICE)
 
 # %% [markdown]
 # ## Exercise 0 · Read the model (3 min)
 #
-# The model you will train in notebook 04 is provided in `transformer_lab.model`. It is the
-# decoder-only transformer of Equation 14:
+# The provided model is the decoder-only transformer of Equation 14:
 #
 # $$h_t^{(0)} = e_{w_t} + p_t, \qquad H^{(\ell)} = \mathrm{Block}_\ell(H^{(\ell-1)}), \qquad
 #   z_t = W_o\,\mathrm{LN}(h_t^{(n_\ell)}) + b_o .$$
 #
-# The next cell prints the lab's configuration, then the model itself: every layer in the order
-# the data meets it, with its shape and whether it has a bias (`bias=True`). The four blocks
-# are identical, so PyTorch prints one and says `4 x Block`. Read it top to bottom:
-# `MultiHeadAttention` (Equation 7), `FeedForward` (Equation 10), `Block` (Equation 12) and
-# `MiniGPT` (Equation 14). Last come the lines of `MultiHeadAttention.forward` that cut the
-# queries, keys and values into heads.
+# The next cell prints it layer by layer (the four identical blocks once, as `4 x Block`), then
+# the lines of `MultiHeadAttention.forward` that cut the queries, keys and values into heads.
+#
+# <details><summary>How to read the print</summary>
+#
+# Every layer comes in the order the data meets it, with its shape and whether it has a bias
+# (`bias=True`): `MultiHeadAttention` (Equation 7), `FeedForward` (Equation 10), `Block`
+# (Equation 12) and `MiniGPT` (Equation 14).
+#
+# </details>
 
 # %%
 model = tl.MiniGPT()
-print(model.config, end="\n\n")
 print(model, end="\n\n")
 forward = inspect.getsource(tl.MultiHeadAttention.forward).splitlines()
 start = next(i for i, line in enumerate(forward) if "def split" in line)
 print("\n".join(forward[start : start + 4]))  # split, and the Q, K, V it makes
 
 # %% [markdown]
-# Fill in `read_the_model` below so that it returns two answers:
+# In `read_the_model`, write two lines:
 #
-# 1. `n_parameters`: the number of parameters of the lab's configuration
-#    (`d_model` 128, `n_heads` 4, `n_layers` 4, `T_max` 128, 65 characters), **worked out by
-#    hand** from the layer shapes printed above, as a sum you could defend. Do not call
-#    `count_parameters`. The stub gives you the size of one LayerNorm (`layer_norm`) and of one
-#    feed-forward layer (`feed_forward`); using them is yours: each block has two LayerNorms,
-#    and the model a final one, `ln_f`, before the output layer. Add the attention projections,
-#    the two embedding tables and the output layer.
+# 1. `attention`: the parameters of one attention layer, read off its four `Linear` lines above,
+#    in terms of `d_model` (the stub counts the rest of the model from the sizes it is given;
+#    the checkpoint tries other sizes too, so a number read from a page will not pass);
 # 2. `attention_input_shape`: the shape of `Q` when `MultiHeadAttention` calls the attention
-#    function, as a tuple of names taken from `"B"`, `"T"`, `"n_heads"`, `"d_k"`, `"d_model"`.
+#    function, a tuple of names from `"B"`, `"T"`, `"n_heads"`, `"d_k"`, `"d_model"`.
 #
 # <details><summary>Hint</summary>
 #
 # A `Linear(in_features=a, out_features=b, bias=True)` holds $a \times b$ weights and $b$
-# biases; with `bias=False`, only the weights. In a block, `W_Q`, `W_K` and `W_V` have no bias
-# and `proj` ($W_{\mathrm{proj}}$) has one. An `Embedding(n, d)` is a table of $n \times d$. Count
-# `ln_f` too. For the shape, look at `split` printed above.
+# biases; with `bias=False`, only the weights. For the shape, look at `split` printed above.
 #
 # </details>
 
 
 # %% nbgrader={"grade": false, "grade_id": "ex0_read_the_model", "locked": false, "solution": true, "schema_version": 3}
-def read_the_model():
-    """Return (n_parameters, attention_input_shape) for the lab's MiniGPT."""
-    d_model, n_layers, T_max, vocab = 128, 4, 128, 65
+def read_the_model(d_model=128, n_layers=4, T_max=128, vocab=65):
+    """Return (n_parameters, attention_input_shape) for a MiniGPT of these sizes."""
     d_ff = 4 * d_model
-    layer_norm = 2 * d_model  # a gain and a bias; each block has two, the model one more
-    feed_forward = (d_model * d_ff + d_ff) + (d_ff * d_model + d_model)  # both with bias
+    layer_norm = 2 * d_model  # a gain and a bias; each block has two
+    feed_forward = (d_model * d_ff + d_ff) + (d_ff * d_model + d_model)  # W_1, W_2, with bias
+    embeddings = vocab * d_model + T_max * d_model  # tok_emb and pos_emb
+    output = layer_norm + d_model * vocab + vocab  # ln_f, then W_o with its bias
     ### BEGIN SOLUTION
     attention = 3 * d_model * d_model + (d_model * d_model + d_model)
-    block = 2 * layer_norm + attention + feed_forward
-    embeddings = vocab * d_model + T_max * d_model
-    output = layer_norm + d_model * vocab + vocab
-    n_parameters = embeddings + n_layers * block + output
-    return n_parameters, ("B", "n_heads", "T", "d_k")
+    attention_input_shape = ("B", "n_heads", "T", "d_k")
     ### END SOLUTION
+    block = 2 * layer_norm + attention + feed_forward  # a block: two LayerNorms and two layers
+    return embeddings + n_layers * block + output, attention_input_shape
 
 
 # %% nbgrader={"grade": true, "grade_id": "ex0_check", "locked": true, "points": 1, "solution": false, "schema_version": 3}
@@ -125,7 +113,8 @@ check.exercise_0(read_the_model)
 # Write `scaled_dot_product_attention(Q, K, V, allowed=None)`:
 #
 # - `Q`, `K`, `V` may have **any number of leading batch dimensions**: `(..., T, d_k)`. The
-#   provided multi-head layer calls it with `(B, n_heads, T, d_k)`.
+#   provided multi-head layer calls it with `(B, n_heads, T, d_k)`, the head as a batch
+#   dimension, and from notebook 02 on it is your function that it calls.
 # - `allowed` is an optional **bool** tensor that broadcasts to `(..., T_q, T_k)`; `True` means
 #   "query $t$ may read key $i$". Forbidden scores become $-\infty$ *before* the softmax, so their
 #   weights are exactly 0 (notebook 02 builds the causal mask that uses this).
@@ -134,6 +123,14 @@ check.exercise_0(read_the_model)
 # **Not allowed here:** the package's `tl.scaled_dot_product_attention`, PyTorch's
 # `F.scaled_dot_product_attention` and `nn.MultiheadAttention` may not do this exercise's work.
 # The checkpoint watches the calls your code makes, so an alias or a saved reference fails too.
+
+# %%
+import math
+
+import matplotlib.pyplot as plt
+import torch
+
+from transformer_lab.plots import plot_score_spread
 
 # %% [markdown]
 # <details><summary>Hint</summary>
@@ -161,18 +158,18 @@ def scaled_dot_product_attention(Q, K, V, allowed=None):
 # %% nbgrader={"grade": true, "grade_id": "ex1_check", "locked": true, "points": 3, "solution": false, "schema_version": 3}
 check.exercise_1(scaled_dot_product_attention)
 ### BEGIN HIDDEN TESTS
-check.exercise_1_hidden(scaled_dot_product_attention)
+from checkpoints import attention_hidden as hidden
+
+hidden.exercise_1(scaled_dot_product_attention)
 ### END HIDDEN TESTS
 
 # %% [markdown]
 # ## Why divide by $\sqrt{d_k}$?
 #
-# If the coordinates of $q$ and $k$ are independent with mean 0 and variance 1, each product
-# $q_j k_j$ has variance 1 and the $d_k$ terms add up:
-# $\mathrm{Var}(q^\top k) = d_k$, while $\mathrm{Var}(q^\top k / \sqrt{d_k}) = 1$ (Equation 5).
-#
-# **Predict first.** For $d_k$ = 16, 64 and 256, what standard deviation do you expect for the
-# raw scores $q^\top k$, and for the scaled ones? Write your guesses down, then run the cell.
+# **Predict first.** Draw $q$ and $k$ with independent coordinates of mean 0 and variance 1.
+# For $d_k$ = 16, 64 and 256, what standard deviation do you expect for the raw scores
+# $q^\top k$, and for the scaled ones $q^\top k / \sqrt{d_k}$? Write your guesses down, then
+# run the cell.
 
 # %%
 SPREAD_D_K = (16, 64, 256)
@@ -193,6 +190,10 @@ for d_k in SPREAD_D_K:
 plot_score_spread(spread)  # the spreads just measured, beside the sqrt(d_k) of Equation 5
 plt.show()
 
+# %% [markdown]
+# Each product $q_j k_j$ has variance 1 and the $d_k$ terms add up:
+# $\mathrm{Var}(q^\top k) = d_k$, while $\mathrm{Var}(q^\top k / \sqrt{d_k}) = 1$ (Equation 5).
+
 # %% tags=["maintainer"]
 record(RESULTS, {"score_spread": {str(d_k): s for d_k, s in spread.items()}})
 
@@ -205,10 +206,9 @@ record(RESULTS, {"score_spread": {str(d_k): s for d_k, s in spread.items()}})
 # ### Your function inside the whole model
 #
 # The provided multi-head layer takes an attention function as a parameter, so your function
-# now runs inside the whole model: the provided `MiniGPT` accepts any attention function with
-# this signature. The next cell runs the untrained model on yours and on the package's and
-# compares the logits. (To train faster, notebook 04 lets PyTorch's fused kernel compute the
-# same equation.)
+# runs inside the whole model: the provided `MiniGPT` accepts any attention function with this
+# signature. The next cell runs the untrained model on yours and on the package's and compares
+# the logits. Notebook 04 trains the model on yours, the function written above, at every step.
 
 # %%
 yours = tl.MiniGPT(attention=scaled_dot_product_attention).eval()

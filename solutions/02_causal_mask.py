@@ -1,21 +1,24 @@
 # %% [markdown]
 # # Lab 5 · Notebook 2 — The causal mask
 #
-# A language model is trained with teacher forcing: one forward pass over $w_1, \dots, w_T$
-# makes all $T$ predictions at once, and the prediction at position $t$ is scored against
-# $w_{t+1}$. If position $t$ may read position $t+1$, it can simply copy the answer: the
-# training loss drops towards zero and the model is useless for generation, where the next
-# token does not exist yet. This notebook closes that door.
+# In training, position $t$ predicts $w_{t+1}$ in the same pass that sees $w_{t+1}$: if it may
+# read it, it copies the answer. **Exercise 2** builds the causal mask of Equation 6; its
+# checkpoint is the leak test, run with your attention of notebook 01 (the first cell says
+# whose).
 #
-# - **Exercise 2 · The causal mask** (8 min): build the mask of Equation 6, then run the leak
-#   test on one attention step.
-# - **After the lab**: a provided cell shows why the mask must act *before* the softmax.
-# - **Optional**: padding masks, and what to do with a query that may read nothing.
+# <details><summary>More about this notebook</summary>
 #
-# The notebook stands on its own. Where it needs the attention function you wrote in
-# notebook 01, it uses the package's reference, `tl.scaled_dot_product_attention`: the same
-# `(Q, K, V, allowed) -> (V_bar, A)`, plus one keyword of its own, `empty_row`, met in the
-# optional part.
+# Teacher forcing makes all $T$ predictions in one forward pass, each scored against the next
+# token. A model that reads ahead drives the training loss towards zero and is useless for
+# generation, where the next token does not exist yet. After the checkpoint, a provided cell
+# shows the leak that a look at the triangle misses: a mask applied *after* the softmax. The
+# **Optional** section: padding masks, and what to do with a query that may read nothing.
+#
+# Your attention is the one kept when notebook 01's checkpoint passed (on Colab in your Google
+# Drive, `MyDrive/transformer-lab/my_transformer.py`). Where it cannot be found, the course's
+# reference `tl.scaled_dot_product_attention` stands in.
+#
+# </details>
 
 # %% tags=["maintainer"]
 # For the course's pipeline only (`make regenerate-baselines`); left out of student notebooks.
@@ -27,6 +30,7 @@ RESULTS = None  # and a JSON path that collects the measurements
 # %% tags=["parameters"]
 MODE = "auto"  # auto | full | quick | smoke | grade: how much compute the notebook spends
 DEVICE = "auto"  # auto | cpu | cuda | mps
+USE_DRIVE = None  # on Colab, keep your code in Google Drive? None: ask; True: yes; False: no
 
 # %%
 import math
@@ -36,26 +40,26 @@ import torch
 
 import transformer_lab as tl
 from checkpoints import causal_mask as check
+from checkpoints import yours
 from transformer_lab.plots import plot_leak, plot_masks
 
 DEVICE, BUDGET = tl.start_notebook(MODE, DEVICE)
 torch.set_printoptions(precision=2, sci_mode=False)
+pieces = yours.load(USE_DRIVE, notebook="02")  # your attention of 01, else the course's
 
 # %% [markdown]
 # ## Self-attention reads ahead
 #
 # Without a mask, every row of $A$ spreads its weight over *all* positions, later ones
-# included. Below, five random vectors attend to each other (queries, keys and values are the
-# same vectors here, to keep it short).
+# included: five random vectors attend to each other (as queries, keys and values).
 
 # %%
-attention = tl.scaled_dot_product_attention  # the package's reference of Equations 3-4
+attention = pieces.attention.fn  # Equations 3-4: yours from notebook 01, or the course's
 
 g = torch.Generator().manual_seed(0)
 X = torch.randn(5, 8, generator=g)  # 5 positions, d_k = 8
 _, A = attention(X, X, X)
-print("A without a mask (row t = query, column i = key):")
-print(A)
+print(f"A without a mask (row t = query, column i = key):\n{A}")
 print(f"weight that position 0 puts on the four positions after it: {A[0, 1:].sum():.2f}")
 
 # %% [markdown]
@@ -67,15 +71,18 @@ print(f"weight that position 0 puts on the four positions after it: {A[0, 1:].su
 # $$M_{t,i} = \begin{cases} 0 & i \le t \\ -\infty & i > t \end{cases}, \qquad
 #   A = \mathrm{softmax}\!\left(\frac{Q K^\top}{\sqrt{d_k}} + M\right) \quad (6)$$
 #
-# $M$ is 0 on and below the diagonal and $-\infty$ above it. So $\alpha_{t,i} = 0$ exactly for
-# every $i > t$, each row still sums to 1 over the keys $i \le t$, and $A$ is lower
-# triangular. No row is ever empty: the diagonal ($i = t$) is always allowed.
+# So $\alpha_{t,i} = 0$ exactly for every $i > t$ and each row still sums to 1. The lab's
+# attention takes the mask in **boolean** form: `allowed[t, i]` is `True` exactly where
+# $M_{t,i} = 0$ (query $t$ may read key $i$), and writes the $-\infty$ itself.
 #
-# The lab's attention function takes the same information in **boolean** form: `allowed[t, i]`
-# is `True` exactly where $M_{t,i} = 0$, that is where query $t$ may read key $i$. The function
-# writes the $-\infty$ itself, with `scores.masked_fill(~allowed, float("-inf"))`. A bool tensor
-# states its meaning ("may read") and cannot be added to the scores by accident; in this lab
-# `True` always means *may read*.
+# <details><summary>Why a bool mask</summary>
+#
+# $M$ is 0 on and below the diagonal and $-\infty$ above it, so $A$ is lower triangular, and no
+# row is ever empty: the diagonal ($i = t$) is always allowed. The function applies it with
+# `scores.masked_fill(~allowed, float("-inf"))`. A bool tensor states its meaning ("may read")
+# and cannot be added to the scores by accident; in this lab `True` always means *may read*.
+#
+# </details>
 
 # %% [markdown]
 # ## Exercise 2 · The causal mask (8 min)
@@ -84,12 +91,13 @@ print(f"weight that position 0 puts on the four positions after it: {A[0, 1:].su
 # `[t, i]` is `True` when $i \le t$. Rows are queries, columns are keys.
 #
 # **Not allowed here:** the package's `tl.causal_mask` and PyTorch's
-# `nn.Transformer.generate_square_subsequent_mask`.
-# The checkpoint watches the calls your code makes, so an alias or a saved reference fails too.
+# `nn.Transformer.generate_square_subsequent_mask` (the checkpoint watches the calls your code
+# makes, so an alias fails too).
 #
 # The checkpoint compares your mask with the reference for several $T$, then runs the **leak
-# test** on one attention step with your mask: every weight above the diagonal must be exactly
-# 0, and changing a later position's input must leave every earlier output exactly unchanged.
+# test**: one step of your attention with your mask, in which changing a later position's input
+# must leave every earlier output exactly unchanged. Once it passes, your mask is kept for
+# notebooks 03–06.
 #
 # <details><summary>Hint</summary>
 #
@@ -113,16 +121,62 @@ def causal_mask(T):
 
 # %% nbgrader={"grade": true, "grade_id": "ex2_check", "locked": true, "points": 2, "solution": false, "schema_version": 3}
 check.exercise_2(causal_mask)
-largest_leak = check.attention_leak_test(causal_mask)
+largest_leak = check.attention_leak_test(causal_mask, pieces.attention)
 ### BEGIN HIDDEN TESTS
-check.exercise_2_hidden(causal_mask)
+from checkpoints import causal_mask_hidden as hidden
+
+hidden.exercise_2(causal_mask)
 ### END HIDDEN TESTS
 
 # %% tags=["maintainer"]
 record(RESULTS, {"leak": {"one_attention_step": largest_leak}})
 
 # %% [markdown]
-# Here is the same kind of attention step as at the top, on eight positions, without a mask and
+# ## What the leak test sees that the triangle does not
+#
+# An attention step can take the right mask and still read the future: softmax over every key
+# first, then zero the forbidden weights. The triangle looks right, but each kept weight was
+# normalised over the future keys too. The leak test compares earlier *outputs*, so it fails.
+
+
+# %%
+def softmax_then_zero(Q, K, V, allowed):
+    """The bug: softmax over every key, then zero the forbidden weights."""
+    A = torch.softmax(Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1]), dim=-1) * allowed
+    return A @ V, A
+
+
+failure = check.leak_demo(softmax_then_zero)  # the leak test, with the right mask
+assert failure.code == "ex2.reads_the_future", failure  # the leak, not some other failure
+print(f"The leak test fails, as it should:\n{failure}")
+
+# %% [markdown]
+# Position by position: one input changes, at `t0`. With your mask nothing before `t0` moves;
+# with the mask after the softmax, every earlier output does.
+
+# %%
+g = torch.Generator().manual_seed(4)
+X_leak, t0 = torch.randn(8, 8, generator=g), 5
+X_changed = X_leak.clone()
+X_changed[t0] = torch.randn(8, generator=g)
+moved = {}
+for label, step in (("your mask", attention), ("mask after the softmax", softmax_then_zero)):
+    before, _ = step(X_leak, X_leak, X_leak, causal_mask(8))
+    after, _ = step(X_changed, X_changed, X_changed, causal_mask(8))
+    moved[label] = (before - after).abs().amax(-1)  # the largest change of each v̄_t
+plot_leak(moved, t0)
+plt.show()
+
+# %% [markdown]
+# **Next:** notebook 03 shows that attention cannot tell order on its own, and gives the model
+# its positions.
+
+# %% [markdown]
+# ## After the lab · for reading afterwards
+#
+# ### Your mask in a picture
+#
+# The same kind of attention step as at the top, on eight positions, without a mask and
 # with yours.
 
 # %%
@@ -142,12 +196,6 @@ plt.show()
 print("row sums with your mask:", A.sum(-1))
 
 # %% [markdown]
-# **Next:** notebook 03 shows that attention cannot tell order on its own, and gives the model
-# its positions.
-
-# %% [markdown]
-# ## After the lab · for reading afterwards
-#
 # ### Why the mask goes before the softmax
 #
 # #### Check yourself
@@ -186,42 +234,10 @@ for scores in (torch.tensor([1.0, 1.0, 5.0, 3.0]), torch.tensor([1.0, 1.0, 0.0, 
 # future scores $(0, 0)$ the denominator shrinks to $2e + 2$ and the kept weights grow, as the
 # second block of output shows. Position 2's output depends on positions 3 and 4: a leak.
 # Renormalising after zeroing gives back the masked-first row. That is why the leak test changes
-# a later input and compares earlier *outputs*, and does not stop at inspecting the triangle.
+# a later input and compares earlier *outputs*, and does not stop at inspecting the triangle:
+# the failure and the picture under the checkpoint are this bug.
 #
 # </details>
-#
-# The leak test catches exactly this bug. The next cell runs it on an attention step that takes
-# the right mask (the package's `tl.causal_mask`) but applies it after the softmax.
-
-
-# %%
-def softmax_then_zero(Q, K, V, allowed):
-    """The bug above: softmax over every key, then zero the forbidden weights."""
-    A = torch.softmax(Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1]), dim=-1) * allowed
-    return A @ V, A
-
-
-failure = check.leak_demo(softmax_then_zero)  # the leak test, with the right mask
-assert failure.code == "ex2.reads_the_future", failure  # the leak, not some other failure
-print(f"The leak test fails, as it should:\n{failure}")
-
-# %% [markdown]
-# The leak test position by position: one input changes, at position `t0`, and every output is
-# measured. With your mask nothing before `t0` moves; with the mask after the softmax, every
-# earlier output does.
-
-# %%
-g = torch.Generator().manual_seed(4)
-X_leak, t0 = torch.randn(8, 8, generator=g), 5
-X_changed = X_leak.clone()
-X_changed[t0] = torch.randn(8, generator=g)
-moved = {}
-for label, step in (("your mask", attention), ("mask after the softmax", softmax_then_zero)):
-    before, _ = step(X_leak, X_leak, X_leak, causal_mask(8))
-    after, _ = step(X_changed, X_changed, X_changed, causal_mask(8))
-    moved[label] = (before - after).abs().amax(-1)  # the largest change of each v̄_t
-plot_leak(moved, t0)
-plt.show()
 
 # %% [markdown]
 # ### Check yourself
@@ -274,6 +290,7 @@ print("allowed for the second sequence (1 = may read):")
 print(allowed[1].int())
 
 X = torch.randn(B, T, 8, generator=torch.Generator().manual_seed(2))
+attention = tl.scaled_dot_product_attention  # the course's: it has the keyword empty_row below
 _, A = attention(X, X, X, allowed)
 print("its attention weights:")
 print(A[1])

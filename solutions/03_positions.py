@@ -1,16 +1,18 @@
 # %% [markdown]
 # # Lab 5 · Notebook 3 — Positions
 #
-# Attention compares contents; nothing in Equations 3-4 says *where* a token stands. This
-# notebook shows what that costs and gives the model a sense of order:
+# Nothing in Equations 3-4 says *where* a token stands. **Exercise 3** writes the model's input
+# step with positions (Equation 8), which completes the model built from your three pieces.
 #
-# - a provided checkpoint: without positions, an attention layer cannot tell two orders of the
-#   same characters apart;
-# - **Exercise 3 · Positions** (6 min): write the input step of the model, Equation 8;
-# - with that step the model is complete: the leak test on its logits, and its loss before any
-#   training;
-# - at the end, **after the lab**: why attention is blind to order, the sinusoidal encodings
-#   of Equation 9 and questions to check yourself.
+# <details><summary>More about this notebook</summary>
+#
+# First a provided checkpoint shows that, without positions, an attention layer cannot tell two
+# orders of the same characters apart. After Exercise 3 the model is built from your attention
+# (notebook 01), your mask (02) and your input step (here), and meets the leak test on its logits
+# and its loss before any training. At the end, **after the lab**: why attention is blind to
+# order, the sinusoidal encodings of Equation 9 and questions to check yourself.
+#
+# </details>
 
 # %% tags=["maintainer"]
 # For the course's pipeline only (`make regenerate-baselines`); left out of student notebooks.
@@ -22,23 +24,24 @@ RESULTS = None  # and a JSON path that collects the measurements
 # %% tags=["parameters"]
 MODE = "auto"  # auto | full | quick | smoke | grade: how much compute the notebook spends
 DEVICE = "auto"  # auto | cpu | cuda | mps
+USE_DRIVE = None  # on Colab, keep your code in Google Drive? None: ask; True: yes; False: no
 
 # %%
 import matplotlib.pyplot as plt
 import torch
 
 import transformer_lab as tl
-from checkpoints import leak
+from checkpoints import leak, yours
 from checkpoints import positions as check
 
 DEVICE, BUDGET = tl.start_notebook(MODE, DEVICE)
+pieces = yours.load(USE_DRIVE, notebook="03")  # your attention and mask, else the course's
 
 # %% [markdown]
 # ## Attention is blind to order
 #
-# The next cell feeds one causal attention layer of the package (`tl.MultiHeadAttention`) the
-# characters of `dog bites man` and of `bites dog man`: the same characters, the same last one.
-# First with token embeddings only, then with learned position vectors added.
+# One causal attention layer reads `dog bites man` and `bites dog man` (same characters, same
+# last one), first without positions, then with learned position vectors added.
 
 # %%
 corpus = tl.load_corpus()
@@ -53,25 +56,19 @@ check.order_blindness(first, second)
 #
 # $$h_t^{(0)} = e_{w_t} + p_t \quad (8)$$
 #
-# with $e_{w_t} \in \mathbb{R}^{d_\text{model}}$ the embedding of token $w_t$ and
-# $p_t \in \mathbb{R}^{d_\text{model}}$ the encoding of position $t$, learned here.
+# with $e_{w_t}$ the embedding of token $w_t$ and $p_t$ the learned encoding of position $t$.
 #
-# Write `embed_with_positions(idx, tok_emb, pos_emb)`:
-#
-# - `idx` is a `(B, T)` tensor of token ids, with $T \le T_\text{max}$;
-# - `tok_emb` is an `nn.Embedding(vocab_size, d_model)`, `pos_emb` an
-#   `nn.Embedding(T_max, d_model)`; in code the positions count from 0, so the row of position
-#   $t$ is row $t$ of `pos_emb` for $t = 0, \dots, T-1$;
-# - return $h^{(0)}$ of shape `(B, T, d_model)`.
-#
-# **Not allowed here:** the package's `tl.embed_with_positions`.
-# The checkpoint watches the calls your code makes, so an alias or a saved reference fails too.
+# Write `embed_with_positions(idx, tok_emb, pos_emb)`: `idx` is a `(B, T)` tensor of token ids
+# ($T \le T_\text{max}$), `tok_emb` an `nn.Embedding(vocab_size, d_model)`, `pos_emb` an
+# `nn.Embedding(T_max, d_model)` whose row $t$ is position $t = 0, \dots, T-1$; return $h^{(0)}$
+# of shape `(B, T, d_model)`. **Not allowed here:** the package's `tl.embed_with_positions`
+# (the checkpoint watches the calls your code makes, so an alias fails too).
 #
 # <details><summary>Hint</summary>
 #
-# `tok_emb(idx)` is `(B, T, d_model)`. The positions are `torch.arange(T)`, and `pos_emb` of
-# them is `(T, d_model)`; adding the two broadcasts over the batch. Create the `arange` with
-# `device=idx.device` so that the same code runs on a GPU.
+# `tok_emb(idx)` is `(B, T, d_model)`. The positions are `torch.arange(T, device=idx.device)`
+# (on the device of `idx`, so that the same code runs on a GPU), and `pos_emb` of them is
+# `(T, d_model)`; adding the two broadcasts over the batch.
 #
 # </details>
 
@@ -80,8 +77,7 @@ check.order_blindness(first, second)
 def embed_with_positions(idx, tok_emb, pos_emb):
     """idx: (B, T) token ids -> h^(0): (B, T, d_model), token embedding plus position vector."""
     ### BEGIN SOLUTION
-    T = idx.shape[1]
-    positions = torch.arange(T, device=idx.device)  # (T,): 0 .. T-1
+    positions = torch.arange(idx.shape[1], device=idx.device)  # (T,): 0 .. T-1
     return tok_emb(idx) + pos_emb(positions)  # (B, T, d_model) + (T, d_model)
     ### END SOLUTION
 
@@ -89,30 +85,38 @@ def embed_with_positions(idx, tok_emb, pos_emb):
 # %% nbgrader={"grade": true, "grade_id": "ex3_check", "locked": true, "points": 2, "solution": false, "schema_version": 3}
 check.exercise_3(embed_with_positions)
 ### BEGIN HIDDEN TESTS
-check.exercise_3_hidden(embed_with_positions)
+from checkpoints import positions_hidden as hidden
+
+hidden.exercise_3(embed_with_positions)
 ### END HIDDEN TESTS
 
 # %% [markdown]
 # ## The model is complete
 #
-# `tl.MiniGPT(embed=embed_with_positions)` is the whole model of Equation 14 with *your* input
-# step, and the package's attention under the causal mask. Before any training, two checks:
+# The next cell builds the model of Equation 14 from your three pieces, then checks it before
+# any training: the **leak test on the logits** (it names a piece that reads the future) and
+# the **loss before training** (spread almost evenly over the 65 characters). Notebook 04
+# trains it.
 #
-# - **the leak test on the logits**: change the token at one position; no logit before it may
-#   move at all. The model runs in evaluation mode, so dropout cannot blur the comparison.
-# - **the loss before training**: an untrained model should spread its probability almost evenly
-#   over the 65 characters.
+# <details><summary>What the cell runs</summary>
+#
+# Every attention step is your attention function under your mask, computed as written
+# (Equations 3-4, never PyTorch's fused kernel). Where a piece of notebook 01 or 02 was not
+# found, the course's stands in, as the first cell said. The leak test changes the token at one
+# position; no logit before it may move at all. The model runs in evaluation mode, so dropout
+# cannot blur the comparison.
+#
+# </details>
 
 # %%
-model = tl.MiniGPT(embed=embed_with_positions).eval()
-largest_leak = leak.model_leak_test(model, "the untrained model")
+pieces = pieces.using("embedding", embed_with_positions, "this notebook")
+model = pieces.model(explicit=True).eval()  # Equations 3-4 as written, in every layer
+print(f"The model is built from {pieces.names()}.")
+largest_leak = leak.model_leak_test(model, "the untrained model", pieces=pieces)
 untrained_nats = check.untrained_loss(model, corpus, characters=BUDGET.test_characters)
 
 # %% tags=["maintainer"]
 record(RESULTS, {"leak": {"untrained_model": largest_leak}, "untrained_gpt_nats": untrained_nats})
-
-# %% [markdown]
-# **Next:** notebook 04 trains this model on Shakespeare and compares it with the LSTM.
 
 # %% [markdown]
 # ## After the lab · for reading afterwards

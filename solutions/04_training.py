@@ -1,17 +1,19 @@
 # %% [markdown]
 # # Lab 5 · Notebook 4 — Train the mini-GPT and compare it with the LSTM
 #
-# Part B of the lab. The model of notebooks 01–03 is complete; now it learns.
+# Part B: your model of notebooks 01–03 learns. **Exercise 4** writes the loss; you predict,
+# train the mini-GPT and the LSTM, and read the results table.
 #
-# - **Exercise 4 · The loss** (part of the 14 min): write Equation 15 — the mean next-character
-#   cross-entropy in nats, the perplexity and the bits per character.
-# - **Your prediction** (written, graded by hand): GPT or LSTM, which ends lower?
-# - Then train the mini-GPT and the LSTM with the provided loop and fill the results table:
-#   every row is scored on the **same 60,394 test characters**.
+# <details><summary>More about this notebook</summary>
 #
-# On a Colab T4 the `auto` mode trains at the lab's full budget (batch 64 × 3,000 steps); on a
-# CPU it picks the shorter `quick` budget (batch 16 × 1,500 steps). The table states the budget
-# of every row: the comparison is at a stated budget, never an absolute ranking.
+# Your pieces were kept when their checkpoints passed: your attention (01), your mask (02) and
+# your input step (03); where one is missing, the course's stands in. Every row of the results
+# table is scored on the **same 60,394 test characters**. On a Colab T4 the `auto` mode trains
+# at the lab's full budget (batch 64 × 3,000 steps); on a CPU it picks the shorter `quick`
+# budget (batch 16 × 1,500 steps). The table states the budget of every row: the comparison is
+# at a stated budget, never an absolute ranking.
+#
+# </details>
 
 # %% tags=["maintainer"]
 # For the course's pipeline only (`make regenerate-baselines`); left out of student notebooks.
@@ -35,26 +37,21 @@ from IPython.display import Markdown, display
 
 import transformer_lab as tl
 from checkpoints import training as check
+from checkpoints import yours
 from checkpoints.leak import model_leak_test
-from transformer_lab.baselines import (
-    after_the_lab,
-    lab3_lstm_row,
-    lecture_comparison,
-    load_baselines,
-)
-from transformer_lab.plots import plot_budgets, plot_loss_curves
+from transformer_lab.baselines import lab3_lstm_row
+from transformer_lab.plots import plot_loss_curves
 from transformer_lab.report import ResultRow, results_markdown
-from transformer_lab.saving import save_gpt
 
 DEVICE, BUDGET = tl.start_notebook(MODE, DEVICE)
 corpus = tl.load_corpus(DEVICE)
+pieces = yours.load(USE_DRIVE)  # the mini-GPT below is built from these
 
 # %% [markdown]
 # ## Exercise 4 · The loss, perplexity and bits per character (14 min, with the training)
 #
-# The model outputs logits $z_t$; $\hat y_t = \mathrm{softmax}(z_t)$ is its distribution over
-# the next character. Trained with teacher forcing, it is scored by the mean negative
-# log-probability of the character that really came next (Equation 15):
+# The model outputs logits $z_t$, and $\hat y_t = \mathrm{softmax}(z_t)$. It is scored by the
+# mean negative log-probability of the character that really came next (Equation 15):
 #
 # $$\mathcal L = -\frac{1}{T}\sum_{t=1}^{T}\log \hat y_t[w_{t+1}] \ \text{(nats)}, \qquad
 #   \mathrm{PPL} = \exp(\mathcal L), \qquad \text{bits per character} = \mathcal L / \ln 2 .$$
@@ -79,8 +76,7 @@ def lm_metrics(logits, targets):
     """logits (B, T, vocab), targets (B, T) -> (nats, perplexity, bits) as Python floats."""
     ### BEGIN SOLUTION
     log_probs = torch.log_softmax(logits, dim=-1)  # (B, T, vocab)
-    picked = log_probs.gather(-1, targets.unsqueeze(-1))  # (B, T, 1)
-    nats = -picked.mean().item()
+    nats = -log_probs.gather(-1, targets.unsqueeze(-1)).mean().item()  # picked: (B, T, 1)
     return nats, math.exp(nats), nats / math.log(2)
     ### END SOLUTION
 
@@ -88,16 +84,18 @@ def lm_metrics(logits, targets):
 # %% nbgrader={"grade": true, "grade_id": "ex4_check", "locked": true, "points": 2, "solution": false, "schema_version": 3}
 check.exercise_4(lm_metrics)
 ### BEGIN HIDDEN TESTS
-check.exercise_4_hidden(lm_metrics)
+from checkpoints import training_hidden as hidden
+
+hidden.exercise_4(lm_metrics)
 ### END HIDDEN TESTS
 
 # %% [markdown]
 # ### Your prediction (before you train)
 #
 # The mini-GPT has 824,897 parameters and reads at most 128 characters; the LSTM has 350,593
-# and carries its state through the whole test split. Both get the same training loop, budget
-# and batches. **Which will reach the lower test loss at this notebook's budget, and why?**
-# Two or three sentences; there is no single right answer, only reasons.
+# and carries its state through the whole test split; both get the same loop, budget and
+# batches. **Which will reach the lower test loss at this notebook's budget, and why?** Two or
+# three sentences: there is no single right answer, only reasons.
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "ex4_prediction", "locked": false, "points": 1, "solution": true, "schema_version": 3}
 # ### BEGIN SOLUTION
@@ -118,8 +116,7 @@ check.exercise_4_hidden(lm_metrics)
 # %% [markdown]
 # ## The baselines: character n-grams (Lab 1)
 #
-# Counts from the training split only, add-$k$ smoothing, each test character predicted from
-# the characters just before it.
+# Counts from the training split, add-$k$ smoothing; their rows join the results table below.
 
 # %%
 rows = []
@@ -127,18 +124,30 @@ for name, order, k in (("trigram, add-k 0.1", 3, 0.1), ("5-gram, add-k 0.01", 5,
     score = tl.evaluate_ngram(corpus, order, k, characters=BUDGET.test_characters)
     rows.append(ResultRow.from_score(f"character {name}", 1, score))
 trigram_nats = rows[0].nats
-display(Markdown(results_markdown(rows)))
 
 # %% tags=["maintainer"]
 record(RESULTS, {"rows": {"trigram": rows[0].as_dict(), "5gram": rows[1].as_dict()}})
 
 # %% [markdown]
-# ## Train the mini-GPT
+# ## Train the mini-GPT and the LSTM
 #
-# `train_lm` is the provided loop: AdamW, a linear warm-up, cosine decay, gradient clipping at
-# 1.0, and a validation estimate every few hundred steps. Its learning rate was chosen on the
-# validation split by a short sweep (`tl.choose_lr`). The progress bar shows the training loss
-# and tokens per second.
+# `train_lm` is the provided loop; each step of the GPT calls your pieces (`pieces.model()`).
+# The LSTM is Lab 3's, trained the same way: the fair partner.
+#
+# <details><summary>The loop, and which code it runs</summary>
+#
+# AdamW, a linear warm-up, cosine decay, gradient clipping at 1.0, and a validation estimate
+# every few hundred steps. Its learning rate was picked by a short sweep on the validation split
+# (`tl.choose_lr`: 300 steps a rate, seed 0) at the quick budget on a CPU, and is used at every
+# budget and device: a good rate there, not necessarily the best one here. Where your pieces
+# were found, every training step calls your attention function and your mask in each of the 4
+# layers, and your input step once. Only where the attention and the mask are both the course's
+# does PyTorch's fused kernel compute the same equations, faster. The LSTM has Lab 3's
+# architecture (embedding 64, one LSTM layer of 256). The other LSTM row of the table is Lab 3's
+# recipe (Adam, a constant rate, 2,000 steps, the forget-gate bias set to 1), trained again by
+# this course's pipeline and read from the recorded baselines: not Lab 3's own run.
+#
+# </details>
 
 
 # %%
@@ -146,53 +155,20 @@ def train_and_score(name, make_model, evaluate, seed, label):
     """Train one model with the provided loop at this notebook's budget; score it on test."""
     torch.manual_seed(seed)
     model = make_model()
-    history = tl.train_lm(model, corpus, BUDGET, lr=tl.DEFAULT_LR[name], seed=seed, desc=name)
+    lr, run = tl.DEFAULT_LR[name], f"{name}, seed {seed}"
+    history = tl.train_lm(model, corpus, BUDGET, lr=lr, seed=seed, desc=run)
+    score = evaluate(model, corpus, characters=BUDGET.test_characters)
+    size = {"parameters": tl.count_parameters(model), "train_seconds": history.wall_time_s}
     row = ResultRow.from_score(
-        label,
-        5,
-        evaluate(model, corpus, characters=BUDGET.test_characters),
-        parameters=tl.count_parameters(model),
-        steps=BUDGET.steps,
-        batch_size=BUDGET.batch_size,
-        train_seconds=history.wall_time_s,
+        label, 5, score, steps=BUDGET.steps, batch_size=BUDGET.batch_size, **size
     )
-    print(
-        f"{name}, seed {seed}: trained in {history.wall_time_s:.0f} s; "
-        f"test loss {row.nats:.4f} nats/char"
-    )
+    print(f"{run}: trained in {history.wall_time_s:.0f} s; test {row.nats:.4f} nats")
     return model, history, row
 
 
 GPT_LABEL = "mini-GPT, d_model 128, 4 heads, 4 layers"
-gpt, gpt_history, gpt_row = train_and_score("gpt", tl.MiniGPT, tl.evaluate_gpt, SEED, GPT_LABEL)
+gpt, gpt_history, gpt_row = train_and_score("gpt", pieces.model, tl.evaluate_gpt, SEED, GPT_LABEL)
 rows.append(gpt_row)
-
-# %% tags=["maintainer"]
-record(RESULTS, {"rows": {"gpt": {"seeds": {str(SEED): gpt_row.as_dict()}}}})
-
-# %% [markdown]
-# Your `lm_metrics` on one batch of test windows, beside the package's evaluator on the same
-# windows: the two must agree.
-
-# %%
-x, y = tl.sample_batch(corpus.test, 8, gpt.config.T_max, torch.Generator().manual_seed(0))
-with torch.no_grad():
-    nats, perplexity, bits = lm_metrics(gpt(x).float(), y)
-reference = torch.nn.functional.cross_entropy(gpt(x).flatten(0, 1).float(), y.flatten()).item()
-print(
-    f"yours: {nats:.4f} nats, perplexity {perplexity:.3f}, {bits:.4f} bits;  "
-    f"reference: {reference:.4f} nats"
-)
-
-# %% [markdown]
-# ## Train the LSTM with the same loop and budget
-#
-# Same architecture as Lab 3 (embedding 64, one LSTM layer of 256), but trained exactly like
-# the GPT: this is the fair partner. The other LSTM row is Lab 3's recipe (Adam, a constant
-# rate, 2,000 steps, the forget-gate bias set to 1), trained again by this course's pipeline
-# and read from the recorded baselines: not Lab 3's own run.
-
-# %%
 LSTM_LABEL = "LSTM, d_h 256, retrained with the GPT's loop and budget"
 lstm, lstm_history, lstm_row = train_and_score(
     "lstm", tl.CharLSTM, tl.evaluate_lstm, SEED, LSTM_LABEL
@@ -200,6 +176,7 @@ lstm, lstm_history, lstm_row = train_and_score(
 rows.append(lstm_row)
 
 # %% tags=["maintainer"]
+record(RESULTS, {"rows": {"gpt": {"seeds": {str(SEED): gpt_row.as_dict()}}}})
 record(RESULTS, {"rows": {"lstm": {"seeds": {str(SEED): lstm_row.as_dict()}}}})
 
 # %%
@@ -211,45 +188,40 @@ plt.show()
 # %% [markdown]
 # ## The results table
 #
-# Every row: the same 60,394 test characters, in nats per character. The GPT reads windows of
-# 128 moved by 64 and is scored on the second half of each (65 to 128 characters of context);
-# the LSTM carries its state across the whole split.
+# Every row: the same 60,394 test characters, in nats per character.
+#
+# <details><summary>How each model reads the test split</summary>
+#
+# The GPT reads windows of 128 moved by 64 and is scored on the second half of each (65 to 128
+# characters of context); the LSTM carries its state across the whole split.
+#
+# </details>
 
 # %%
 lab3 = lab3_lstm_row()
 table = rows[:2] + ([lab3] if lab3 else []) + rows[2:][::-1]
 display(Markdown(results_markdown(table)))
+notes = [f"The mini-GPT of this table is built from {pieces.names()}."]
 if BUDGET.test_characters:
-    print(f"(budget {BUDGET.name}: the first {BUDGET.test_characters:,} test characters only)")
+    notes.append(
+        f"(budget {BUDGET.name}: the first {BUDGET.test_characters:,} test characters only)"
+    )
 if lab3 is None:
-    print("Lab 3's LSTM row is not recorded yet (data/baselines.json).")
+    notes.append("Lab 3's LSTM row is not recorded yet (data/baselines.json).")
+print("\n".join(notes))
 
 # %% [markdown]
 # ### Checkpoint 4b · The trained model still does not read the future
 #
-# The same leak test as at the end of notebook 03, now on the trained weights, in evaluation
-# mode. Then the one comparison this notebook asserts: the mini-GPT lands well below the
-# trigram. It asserts nothing about the GPT against the LSTM.
+# Notebook 03's leak test on the trained weights, then the one comparison asserted here: the
+# mini-GPT lands well below the trigram.
 
 # %%
-trained_leak = model_leak_test(gpt, "the trained mini-GPT")
+trained_leak = model_leak_test(gpt, "the trained mini-GPT", pieces=pieces)
 check.gpt_well_below_trigram(gpt_row.nats, trigram_nats, BUDGET.name)
 
 # %% tags=["maintainer"]
 record(RESULTS, {"leak": {"trained_model": trained_leak}})
-
-# %% [markdown]
-# ## Samples
-#
-# 300 characters from each model after the same prompt, at temperature 0.8. The GPT's sampler
-# re-reads the last $T_{\max}$ characters at every step: it recomputes and keeps no cache
-# (notebook 06 adds one, as an option).
-
-# %%
-prompt = corpus.vocab.encode("ROMEO:\n")
-for label, model in (("mini-GPT", gpt), ("LSTM", lstm)):
-    out = tl.generate(model, prompt, 300, temperature=0.8, seed=0)
-    print(f"--- {label} ---\n{corpus.vocab.decode(prompt + out.ids)}\n")
 
 # %% tags=["maintainer"]
 # The pipeline trains every further seed, and for full runs Lab 3's own LSTM recipe.
@@ -257,7 +229,7 @@ for seed in SEEDS:
     if seed == SEED:
         continue
     for name, make, evaluate, label in (
-        ("gpt", tl.MiniGPT, tl.evaluate_gpt, GPT_LABEL),
+        ("gpt", pieces.model, tl.evaluate_gpt, GPT_LABEL),
         ("lstm", tl.CharLSTM, tl.evaluate_lstm, LSTM_LABEL),
     ):
         *_, row = train_and_score(name, make, evaluate, seed, label)
@@ -288,17 +260,24 @@ if RESULTS is not None and BUDGET.name == "full":
     record(RESULTS, {"rows": {"lstm_lab3": lab3_row.as_dict()}})
 
 # %% [markdown]
-# Notebooks 05 and 06 look inside this model. The next cell saves it beside this notebook, which
-# is enough where the notebooks share a folder (a local Jupyter). On Colab every notebook runs on
-# a machine of its own and this file is gone with this runtime, so the cell also offers to copy
-# it into your Google Drive (`MyDrive/transformer-lab/`), where 05 and 06 look first; it asks
-# before mounting the Drive, unless `USE_DRIVE` at the top says already. Without your model, 05
-# and 06 use the mini-GPT the course recorded, and say so.
+# The next cell saves the model for 05 and 06 and, on Colab, copies it into your Drive now,
+# long before this notebook ends.
+#
+# <details><summary>Where the model goes</summary>
+#
+# The file lands beside this notebook, which is enough where the notebooks share a folder (a
+# local Jupyter). On Colab every notebook runs on a machine of its own and this file is gone with
+# this runtime, so the copy goes to `MyDrive/transformer-lab/`, where 05 and 06 look first (the
+# Drive is used as `USE_DRIVE` says, or as you answered). The file says which pieces the model is
+# built from. Without your model, 05 and 06 use the mini-GPT the course recorded, and say so.
+#
+# </details>
 
 # %%
-path = save_gpt(gpt, budget=BUDGET.name, seed=SEED, test_nats=gpt_row.nats)
-print(f"saved to {path}")
-print(tl.save_to_drive(path, USE_DRIVE))
+path = tl.save_gpt(
+    gpt, budget=BUDGET.name, seed=SEED, test_nats=gpt_row.nats, pieces=pieces.names()
+)
+print(f"saved to {path}. {tl.save_to_drive(path, USE_DRIVE)}")
 
 # %% [markdown]
 # ## After the lab: what the course measured
@@ -310,6 +289,9 @@ print(tl.save_to_drive(path, USE_DRIVE))
 # dot and your run a star.
 
 # %%
+from transformer_lab.baselines import after_the_lab, lecture_comparison, load_baselines
+from transformer_lab.plots import plot_budgets
+
 own = {"gpt": gpt_row.nats, "lstm": lstm_row.nats}
 display(Markdown(after_the_lab(BUDGET.name, DEVICE, own["gpt"], own["lstm"])))
 
@@ -318,11 +300,39 @@ plot_budgets(load_baselines() or {}, DEVICE, own=(BUDGET.name, own))
 plt.show()
 
 # %% [markdown]
+# ### Samples
+#
+# 300 characters from each model after the same prompt, at temperature 0.8.
+
+# %%
+prompt = corpus.vocab.encode("ROMEO:\n")
+for label, model in (("mini-GPT", gpt), ("LSTM", lstm)):
+    out = tl.generate(model, prompt, 300, temperature=0.8, seed=0)
+    print(f"--- {label} ---\n{corpus.vocab.decode(prompt + out.ids)}\n")
+
+# %% [markdown]
+# ### Your `lm_metrics` beside PyTorch's
+#
+# Your `lm_metrics` on one batch of test windows, beside PyTorch's `F.cross_entropy` on the same
+# logits: the two must agree.
+
+# %%
+x, y = tl.sample_batch(corpus.test, 8, gpt.config.T_max, torch.Generator().manual_seed(0))
+with torch.no_grad():
+    nats, perplexity, bits = lm_metrics(gpt(x).float(), y)
+reference = torch.nn.functional.cross_entropy(gpt(x).flatten(0, 1).float(), y.flatten()).item()
+print(
+    f"yours: {nats:.4f} nats, perplexity {perplexity:.3f}, {bits:.4f} bits;  "
+    f"reference: {reference:.4f} nats"
+)
+
+# %% [markdown]
 # The lecture's "After the Lab" reads a table of its own run. Below, each of its points is set
 # against this course's recorded runs, computed from the same file: the margin over the counts,
-# the two LSTM rows, GPT against the retrained LSTM at each budget (one verdict each, the gap
-# weighed against how far the seeds spread), the budget in parameters and training time, and
-# the context each model reads. Where this course's numbers differ from the lecture's, it says
+# the two LSTM rows, GPT against the retrained LSTM at each budget (one verdict per budget: the
+# gap between the mean losses against its own 95 % interval over the seeds, paired seed by
+# seed; fewer than three seeds of each model settle nothing), the budget in parameters and
+# training time, and the context each model reads. Where this course's numbers differ from the lecture's, it says
 # so.
 
 # %%

@@ -31,6 +31,7 @@ from matplotlib.patches import Rectangle
 
 import transformer_lab as tl
 from checkpoints import heads as check
+from checkpoints import yours
 from transformer_lab.baselines import recorded_distances, run_key
 
 DEVICE, BUDGET = tl.start_notebook(MODE, DEVICE)
@@ -39,11 +40,15 @@ DEVICE, BUDGET = tl.start_notebook(MODE, DEVICE)
 # ## The model you are looking at
 #
 # The next cell loads the model you trained in notebook 04 if it finds it, else the one the
-# course recorded, and prints which: every number below belongs to that model.
+# course recorded, and prints which: every number below belongs to that model. It runs on your
+# pieces from notebooks 01–03 where it finds them (one line each says whose): the weights $A$
+# below are what your attention function returns.
 
 # %%
 corpus = tl.load_corpus(DEVICE)
 model, info, run, origin = tl.load_trained_gpt(BUDGET.name, DEVICE, use_drive=USE_DRIVE)
+pieces = yours.load(USE_DRIVE)
+model = pieces.plug(model)
 budget = tl.BUDGETS.get(info.get("budget"))
 described = (
     f"{budget.name} budget (batch {budget.batch_size} x {budget.steps:,} steps)"
@@ -105,7 +110,9 @@ def mean_attention_distance(A):
 # %% nbgrader={"grade": true, "grade_id": "ex5_check", "locked": true, "points": 2, "solution": false, "schema_version": 3}
 check.exercise_5(mean_attention_distance)
 ### BEGIN HIDDEN TESTS
-check.exercise_5_hidden(mean_attention_distance)
+from checkpoints import heads_hidden as hidden
+
+hidden.exercise_5(mean_attention_distance)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -161,6 +168,7 @@ print(repr(corpus.vocab.decode(shown[0])))
 with torch.no_grad():
     _, A_window = model(shown, return_attention=True)  # (n_layers, 1, n_heads, 64, 64)
 A_window = A_window[:, 0].float().cpu()  # (n_layers, n_heads, 64, 64)
+window_distances = mean_attention_distance(A_window)  # (n_layers, n_heads): D of this window
 
 fig, axes = plt.subplots(2, n_heads, figsize=(3.1 * n_heads, 6.4))
 for row, layer in enumerate((0, n_layers - 1)):
@@ -168,12 +176,16 @@ for row, layer in enumerate((0, n_layers - 1)):
         ax = axes[row, r]
         ax.imshow(A_window[layer, r], cmap="viridis", vmin=0, vmax=1)
         ax.set_title(
-            f"layer {layer + 1} · head {r + 1}  (D = {distances[layer, r]:.1f})", fontsize=9
+            f"layer {layer + 1} · head {r + 1}  (D = {window_distances[layer, r]:.1f})",
+            fontsize=9,
         )
         ax.set_xlabel("key i", fontsize=8)
         ax.set_ylabel("query t", fontsize=8)
         ax.tick_params(labelsize=7)
-fig.suptitle("A for every head of the first and the last layer (one 64-character window)")
+fig.suptitle(
+    "A for every head of the first and the last layer, one 64-character window "
+    f"(D of this window; a uniform head scores {(shown.shape[1] - 1) / 4})"
+)
 fig.tight_layout()
 plt.show()
 

@@ -30,6 +30,7 @@ import torch.nn as nn
 
 import transformer_lab as tl
 from checkpoints import stretch as check
+from checkpoints import yours
 from transformer_lab.plots import StepClock, plot_step_times
 from transformer_lab.runtime import device_name
 
@@ -114,7 +115,9 @@ class MyMultiHeadAttention(nn.Module):
 # %% nbgrader={"grade": true, "grade_id": "ex6a_check", "locked": true, "points": 2, "solution": false, "schema_version": 3}
 check.challenge_a(MyMultiHeadAttention)
 ### BEGIN HIDDEN TESTS
-check.challenge_a_hidden(MyMultiHeadAttention)
+from checkpoints import stretch_hidden as hidden
+
+hidden.challenge_a(MyMultiHeadAttention)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -173,7 +176,9 @@ class MyBlock(nn.Module):
 # %% nbgrader={"grade": true, "grade_id": "ex6b_check", "locked": true, "points": 2, "solution": false, "schema_version": 3}
 check.challenge_b(MyBlock)
 ### BEGIN HIDDEN TESTS
-check.challenge_b_hidden(MyBlock)
+from checkpoints import stretch_hidden as hidden
+
+hidden.challenge_b(MyBlock)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -193,6 +198,8 @@ check.challenge_b_hidden(MyBlock)
 # %%
 gpt, info, run, origin = tl.load_trained_gpt(BUDGET.name, DEVICE, use_drive=USE_DRIVE)
 print(f"Using {origin}.")
+pieces = yours.load(USE_DRIVE)  # your pieces from 01-03 where found, else the course's
+gpt = pieces.plug(gpt)
 
 
 class GPTWithMyBlocks(nn.Module):
@@ -337,8 +344,9 @@ with torch.no_grad():
 # $\partial H^{(4)} / \partial H^{(0)}$ contains the identity, untouched by any layer. In
 # post-norm both LayerNorms of each block sit on the main path (Equation 13), so every route
 # from input to output goes through eight normalizations, whose Jacobians rescale the gradient. That is why the
-# original post-norm recipe needs a learning-rate warm-up, and pre-norm trains without one
-# (Xiong et al., 2020); both can be trained well with the right schedule.
+# original post-norm recipe needs a careful learning-rate warm-up, and in pre-norm the warm-up can
+# be removed (Xiong et al., 2020). The lab's loop keeps a short one anyway (the first 5 % of
+# the steps); both arrangements can be trained well with the right schedule.
 #
 # </details>
 #

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 import zipfile
 from dataclasses import asdict
 from pathlib import Path
 
 import pytest
+from paths import ROOT
 
 from grader.outcome import Outcome
 from grader.term import collect
@@ -101,3 +103,11 @@ def test_the_zips_are_rebuilt_and_a_stale_one_is_gone(course):
     (folder / "03_positions.zip").write_bytes(b"stale")
     assert [p.name for p in bundle_feedback(course)] == [f"{NB}.zip"]
     assert sorted(p.name for p in folder.iterdir()) == [f"{NB}.zip"]
+
+
+def test_make_help_says_what_feedback_writes():
+    """One zip per notebook, as bundle_feedback writes them, not one per student."""
+    listed = subprocess.run(["make", "help"], cwd=ROOT, capture_output=True, text=True, check=True)
+    (line,) = [x for x in listed.stdout.splitlines() if x.split()[:2] == ["make", "feedback"]]
+    assert "a zip per notebook (a page per student) in reports/feedback_bundles/" in line
+    assert "zip per student" not in line

@@ -31,9 +31,15 @@ from checkpoints import leak as leak_check
 def test_the_count_check_leaves_the_students_draws_alone(capsys):
     """The check builds the lab's model to count it: the draws a student makes after it are the
     ones the same seed gives without it."""
-    answer = (824_897, ("B", "n_heads", "T", "d_k"))
+
+    def read_the_model(d_model, n_layers, T_max, vocab):
+        d_ff, layer_norm = 4 * d_model, 2 * d_model
+        block = 2 * layer_norm + 4 * d_model * d_model + d_model + 2 * d_model * d_ff + d_ff
+        n = (vocab + T_max) * d_model + n_layers * (block + d_model) + layer_norm
+        return n + d_model * vocab + vocab, ("B", "n_heads", "T", "d_k")
+
     torch.manual_seed(0)
-    attention.exercise_0(lambda: answer)
+    attention.exercise_0(read_the_model)
     after_the_check = torch.rand(3)
     torch.manual_seed(0)
     assert torch.equal(after_the_check, torch.rand(3))

@@ -1,7 +1,8 @@
 """The class report (grader/term/class_report.py) on a class fabricated as autograded notebooks:
 no sandbox and no grading. Each graded check's outcome is read from what the check left in the
 notebook (no error: passed; a failure: its code), counted per check, named only when asked, and
-drawn. That real grading leaves what it reads is test_grading.py's."""
+drawn; with names (the roster's beside the id) only in a file of their own, never in the one for
+class. That real grading leaves what it reads is test_grading.py's."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ import pytest
 
 from checkpoints.results import MIME, Result
 from grader.course import release_notebook
-from grader.term.class_report import class_report
+from grader.term.class_report import NAMED, class_report
+from grader.term.roster import import_roster
 from maintainer.fabricated_class import release
 
 NB = "01_attention"
@@ -80,10 +82,25 @@ def test_each_check_counts_its_outcomes_by_the_code_left(course):
         assert path in written and path.read_bytes().startswith(b"\x89PNG")
 
 
-def test_names_appear_only_when_asked(course):
+def test_names_appear_only_when_asked_and_never_in_the_report_for_class(course, tmp_path):
+    """`--names` writes its own file, beside the one shown in class: bob by his id, then the
+    name and the Canvas login the roster has; cyd, on no roster, by the id alone."""
+    reports = course / "reports"
     class_report(course)
-    text = (course / "reports" / "class.md").read_text(encoding="utf-8")
+    text = (reports / "class.md").read_text(encoding="utf-8")
     assert not any(student in text for student in CLASS)
-    class_report(course, names=True)
-    text = (course / "reports" / "class.md").read_text(encoding="utf-8")
-    assert "`ex1.no_sqrt_dk`: the scores are not divided by sqrt(d_k). (bob, cyd)\n" in text
+    assert not (reports / NAMED).exists()
+    (tmp_path / "canvas.csv").write_text(
+        "Student,ID,SIS User ID,SIS Login ID,Section\n"
+        '"Stone, Bob",23456,bob,bstone,Lab B\n"Archer, Ann",12345,ann,ann,Lab A\n'
+    )
+    import_roster(course, tmp_path / "canvas.csv")
+    try:
+        written = class_report(course, names=True)
+    finally:
+        (course / "roster.csv").unlink()
+    assert (reports / "class.md").read_text(encoding="utf-8") == text  # still fit for class
+    named = (reports / NAMED).read_text(encoding="utf-8")
+    assert reports / NAMED in written and named.startswith("# Class report (with names")
+    said = "`ex1.no_sqrt_dk`: the scores are not divided by sqrt(d_k)."
+    assert f"{said} (bob (Bob Stone, bstone), cyd)\n" in named

@@ -1,8 +1,12 @@
 """Collect keeps every file and chooses by a stated rule: the same zip again changes nothing, a
-broken or older file never replaces the one that counts, an emailed fix counts from the time
+broken or earlier upload never replaces the one that counts, an emailed fix counts from the time
 the instructor gives, a pin chooses, and every step is in the term's log with the course's
-times. No grading here (no sandbox needed): what is asserted is what the instructor sees, the
-file in submitted/, its timestamp.txt, the line printed, the log's row."""
+times. The LMS zips are built as the LMSs build them (maintainer/fabricated_class.py): a Canvas
+zip's entries all carry the moment it was built, so a hand-in time comes only from a source
+that records one (--submitted-at, Canvas's own times with --times, a course whose downloads are
+stamped), Canvas's LATE mark is kept, and the newer upload is the one with the larger
+attachment id. No grading here (no sandbox needed): what is asserted is what the instructor
+sees, the file in submitted/, its timestamp.txt, the line printed, the log's row."""
 
 from __future__ import annotations
 
@@ -19,7 +23,14 @@ import pytest
 from grader.__main__ import main
 from grader.course import GradingError
 from grader.term import collect, collected
-from maintainer.fabricated_class import fabricate, perfect
+from maintainer.fabricated_class import (
+    canvas_name,
+    canvas_zip,
+    fabricate,
+    moodle_name,
+    moodle_zip,
+    perfect,
+)
 
 NAME = "01_attention"
 ROSTER = "id,first_name,last_name,email,lms_user_id\nalice,Alice,Archer,,111\nbob,Bob,Stone,,\n"
@@ -29,7 +40,9 @@ COURSE_TOML = """timezone = "Europe/Berlin"
 01_attention = 2027-01-15T23:59:00+01:00
 """
 CORRUPT = b'{"cells": [ truncated by the download'
-EARLY, LATE = (2027, 1, 15, 18, 0, 0), (2027, 1, 16, 12, 0, 0)  # in Berlin: CET, UTC+1
+# When Canvas built each zip (its server's local time; this machine's here): after the due date,
+# so that a collect reading entry times as hand-in times would make everyone late.
+BUILT = datetime(2027, 1, 25, 9, 0)
 
 
 @pytest.fixture
@@ -47,27 +60,33 @@ def good(course: Path, mark: str = "") -> bytes:
     return json.dumps(nb).encode()
 
 
-def canvas_zip(path: Path, entries: list[tuple[str, tuple, bytes]]) -> Path:
-    with zipfile.ZipFile(path, "w") as archive:
-        for name, when, raw in entries:
-            archive.writestr(zipfile.ZipInfo(name, date_time=when), raw)
-    return path
+def canvas(path: Path, *files: tuple[str, bytes]) -> Path:
+    return canvas_zip(path, list(files), BUILT)
 
 
-def submitted(course: Path, student: str = "alice") -> tuple[bytes, str]:
+def submitted(course: Path, student: str = "alice") -> tuple[bytes, str | None]:
+    """The file that counts, and its timestamp.txt (None: no time recorded, no penalty)."""
     folder = course / "submitted" / student / NAME
-    return (folder / f"{NAME}.ipynb").read_bytes(), (folder / "timestamp.txt").read_text().strip()
+    stamp = folder / "timestamp.txt"
+    text = stamp.read_text().strip() if stamp.is_file() else None
+    return (folder / f"{NAME}.ipynb").read_bytes(), text
 
 
 def log_sections(course: Path) -> list[str]:
     return (course / "reports" / "term_log.md").read_text().split("\n## ")[1:]
 
 
-ALICE = "archeralice_111_9001_01_attention.ipynb"
+# Alice's uploads, in Canvas's order: each upload a new attachment id, a repeated name "-1".
+ALICE, ALICE2, ALICE3 = (
+    canvas_name("Archer, Alice", 111, 9000 + n, f"{NAME}{tail}.ipynb")
+    for n, tail in ((1, ""), (2, "-1"), (3, "-2"))
+)
+BOB_LATE = canvas_name("Stone, Bob", 222, 9005, f"{NAME}.ipynb", late=True)
+NOT_RECORDED = "at a time not recorded (Canvas: not late)"
 
 
 def test_the_same_zip_again_changes_nothing_and_says_so(course, tmp_path):
-    batch = canvas_zip(tmp_path / "canvas.zip", [(ALICE, EARLY, good(course))])
+    batch = canvas(tmp_path / "canvas.zip", (ALICE, good(course)))
     first = collect.collect(batch, course)
     before = submitted(course), (course / "collected" / "index.jsonl").read_text()
     again = collect.collect(batch, course)
@@ -76,7 +95,7 @@ def test_the_same_zip_again_changes_nothing_and_says_so(course, tmp_path):
     assert (submitted(course), (course / "collected" / "index.jsonl").read_text()) == before
     sections = log_sections(course)
     assert len(sections) == 2 and "1 file, nothing changed" in sections[1]
-    assert f"| {ALICE} | alice | {NAME} | 2027-01-15 18:00 CET (zip entry) |" in sections[1]
+    assert f"| {ALICE} | alice | {NAME} | {NOT_RECORDED} |" in sections[1]
 
 
 def test_the_same_folder_again_changes_nothing(course, tmp_path):
@@ -90,67 +109,98 @@ def test_the_same_folder_again_changes_nothing(course, tmp_path):
 
 
 def test_a_broken_file_never_replaces_one_that_can_be_graded(course, tmp_path):
-    collect.collect(canvas_zip(tmp_path / "a.zip", [(ALICE, EARLY, good(course))]), course)
+    collect.collect(canvas(tmp_path / "a.zip", (ALICE, good(course))), course)
     kept = submitted(course)
-    newer = "archeralice_111_9002_01_attention-1.ipynb"
-    (item,) = collect.collect(canvas_zip(tmp_path / "b.zip", [(newer, LATE, CORRUPT)]), course)
+    (item,) = collect.collect(canvas(tmp_path / "b.zip", (ALICE2, CORRUPT)), course)
     assert item.status == "refused"
     assert submitted(course) == kept
     assert (course / "collected" / f"{item.sha256}.ipynb").read_bytes() == CORRUPT  # kept
     assert item.note.startswith("refused: it cannot be graded (not valid notebook JSON")
     # Collected again, it changes nothing, and the note says which file counts.
-    (again,) = collect.collect(canvas_zip(tmp_path / "c.zip", [(newer, LATE, CORRUPT)]), course)
+    (again,) = collect.collect(canvas(tmp_path / "c.zip", (ALICE2, CORRUPT)), course)
     stays = collected.sha256(kept[0])[:12]
     assert again.status == "unchanged" and submitted(course) == kept
-    assert again.note.endswith(f"{stays}, handed in 2027-01-15 18:00 CET (zip entry), counts")
+    assert again.note.endswith(f"{stays}, handed in {NOT_RECORDED}, counts")
 
 
 def test_the_refusal_is_one_printed_line_that_says_why(course, tmp_path, capsys):
-    collect.collect(canvas_zip(tmp_path / "a.zip", [(ALICE, EARLY, good(course))]), course)
+    collect.collect(canvas(tmp_path / "a.zip", (ALICE, good(course))), course)
     stays = collected.sha256(good(course))[:12]
-    newer = "archeralice_111_9002_01_attention-1.ipynb"
-    canvas_zip(tmp_path / "b.zip", [(newer, LATE, CORRUPT)])
+    canvas(tmp_path / "b.zip", (ALICE2, CORRUPT))
     main(["--course", str(course), "collect", str(tmp_path / "b.zip")])
     out = capsys.readouterr().out.splitlines()
     assert out[0] == "collect b.zip: 1 file: refused 1"
-    assert out[1].startswith(f"refused: {newer} (alice / {NAME}): it cannot be graded (not valid")
-    assert f"the file that counts stays {stays}, handed in 2027-01-15 18:00 CET" in out[1]
-    assert len(out) == 4  # the summary, the refusal, nobody missing, where the table is
+    assert out[1] == (
+        "hand-in times: Canvas's files: none recorded 1 (Canvas's zip stamps none; lateness is "
+        "Canvas's, 0 marked LATE; give --times for Canvas's own times)"
+    )
+    assert out[2].startswith(f"refused: {ALICE2} (alice / {NAME}): it cannot be graded (not valid")
+    assert f"the file that counts stays {stays}, handed in {NOT_RECORDED}" in out[2]
+    assert len(out) == 5  # summary, times, the refusal, nobody missing, where the table is
 
 
-def test_an_older_file_is_kept_and_refused(course, tmp_path):
-    newer = canvas_zip(tmp_path / "new.zip", [(ALICE, LATE, good(course, "second"))])
+def test_an_earlier_upload_is_kept_and_refused(course, tmp_path):
+    # The later download, collected first; the earlier one, built later still, comes after.
+    newer = canvas(tmp_path / "new.zip", (ALICE2, good(course, "second")))
     collect.collect(newer, course)
-    older = canvas_zip(tmp_path / "old.zip", [(ALICE, EARLY, good(course, "first"))])
+    older = canvas_zip(tmp_path / "old.zip", [(ALICE, good(course, "first"))], datetime.now())
     (item,) = collect.collect(older, course)
     stays = collected.sha256(good(course, "second"))[:12]
     assert item.status == "refused"
-    assert item.note.startswith(
-        f"refused: older than the file that counts, {stays}, handed in 2027-01-16 12:00 CET"
+    assert item.note == (
+        f"refused: an earlier upload than the file that counts, {stays} (Canvas's attachment "
+        "9001, before 9002)"
     )
-    assert submitted(course) == (good(course, "second"), "2027-01-16 11:00:00.000000 UTC")
+    assert submitted(course) == (good(course, "second"), None)
+
+
+def test_the_newer_upload_wins_by_attachment_id_not_by_equal_times(course, tmp_path):
+    """One zip, two uploads of one notebook, every entry the same time: Canvas's order decides,
+    whatever order the entries come in and whichever hash is larger."""
+    for n, files in enumerate(
+        [
+            [(ALICE2, good(course, "second")), (ALICE, good(course, "first"))],
+            [(ALICE, good(course, "second")), (ALICE2, good(course, "first"))],
+        ]
+    ):
+        copy = Path(shutil.copytree(course, course.parent / f"copy{n}"))
+        found = {f.source: f for f in collect.collect(canvas(tmp_path / f"{n}.zip", *files), copy)}
+        newest = dict(files)[ALICE2]
+        assert submitted(copy)[0] == newest
+        assert found[ALICE].note == f"refused: {ALICE2!r} is a newer copy of the same notebook"
 
 
 def test_the_order_of_collects_does_not_matter(released, tmp_path):
     batches = {
-        "old": [(ALICE, EARLY, good(released, "first"))],
-        "new": [(ALICE, LATE, good(released, "second"))],
-        "broken": [(ALICE, (2027, 1, 17, 9, 0, 0), CORRUPT)],
+        "old": [(ALICE, good(released, "first"))],
+        "new": [(ALICE2, good(released, "second"))],
+        "broken": [(ALICE3, CORRUPT)],
     }
     results = []
     for order in (["old", "new", "broken"], ["broken", "new", "old"], ["new", "old", "broken"]):
         course = Path(shutil.copytree(released, tmp_path / "-".join(order)))
         (course / "roster.csv").write_text(ROSTER)
         for name in order:
-            collect.collect(canvas_zip(tmp_path / f"{name}.zip", batches[name]), course)
+            collect.collect(canvas_zip(tmp_path / f"{name}.zip", batches[name], BUILT), course)
         results.append(submitted(course))
-    assert results == [(good(released, "second"), "2027-01-16 12:00:00.000000 UTC")] * 3
+    assert results == [(good(released, "second"), None)] * 3
 
 
 def test_an_emailed_fix_counts_from_the_time_given(course, tmp_path):
-    corrupt = canvas_zip(tmp_path / "canvas.zip", [(ALICE, EARLY, CORRUPT)])
-    collect.collect(corrupt, course)
+    corrupt = canvas(tmp_path / "canvas.zip", (ALICE, CORRUPT))
+    batch = collect.collect(corrupt, course)
+    (broken,) = batch
     assert submitted(course)[0] == CORRUPT  # nothing else: graded, so that it is quarantined
+    # What collect knows, it says: not "counts", and what to do.
+    assert broken.status == "cannot be graded"
+    assert batch.summary.splitlines()[0] == "collect canvas.zip: 1 file: cannot be graded 1"
+    assert batch.summary.splitlines()[2].startswith(
+        f"cannot be graded: {ALICE} (alice / {NAME}): not valid notebook JSON"
+    )
+    assert broken.note.endswith(
+        "it stands in submitted/ so that autograde reports it, never as a 0; ask for a good "
+        "copy and collect it with --student alice --submitted-at TIME"
+    )
     fix = tmp_path / "attachment.ipynb"
     fix.write_bytes(good(course))
     (item,) = collect.collect(fix, course, student="Alice", submitted_at="2027-01-15T18:00")
@@ -173,19 +223,35 @@ def test_the_instructors_time_and_student_are_checked(course, tmp_path):
     fix.write_bytes(good(course))
     with pytest.raises(GradingError, match="--submitted-at '3 Oct' is not a date and time"):
         collect.collect(fix, course, student="alice", submitted_at="3 Oct")
-    with pytest.raises(GradingError, match="--student mallory: not on the roster"):
+    with pytest.raises(GradingError, match="--student mallory: 'mallory' is not on the roster"):
         collect.collect(fix, course, student="mallory")
     assert not (course / "collected").exists()
 
 
+def test_student_takes_a_login_or_an_email(course, tmp_path):
+    """The roster from Canvas's export has SIS ids for ids; the instructor types a login."""
+    (course / "roster.csv").write_text(
+        "id,first_name,last_name,email,lms_user_id,sis_user_id,sis_login_id,section\n"
+        "S001,Alice,Archer,alice@example.edu,111,S001,aarcher,Lab A\n"
+        "S002,Bob,Stone,bob@example.edu,222,S002,bstone,Lab A\n"
+    )
+    fix = tmp_path / "attachment.ipynb"
+    for n, typed in enumerate(["aarcher", "AARCHER", "alice@example.edu", "archeralice", "S001"]):
+        fix.write_bytes(good(course, str(n)))
+        (item,) = collect.collect(fix, course, student=typed, submitted_at="2027-01-15T18:00")
+        assert item.student == "S001", typed
+    with pytest.raises(GradingError, match="--student stone: 'stone' is not on the roster"):
+        collect.collect(fix, course, student="stone")
+
+
 def test_a_pin_chooses_and_unpinning_returns_to_the_rule(course, tmp_path):
-    collect.collect(canvas_zip(tmp_path / "a.zip", [(ALICE, EARLY, good(course, "first"))]), course)
-    collect.collect(canvas_zip(tmp_path / "b.zip", [(ALICE, LATE, good(course, "second"))]), course)
+    collect.collect(canvas(tmp_path / "a.zip", (ALICE, good(course, "first"))), course)
+    collect.collect(canvas(tmp_path / "b.zip", (ALICE2, good(course, "second"))), course)
     first = collected.sha256(good(course, "first"))
     said = collected.pin_command(course, "alice", NAME, first[:8], False)
     assert said.startswith(f"alice / {NAME}: {first[:12]} counts (pinned with collect-pin)")
-    assert submitted(course) == (good(course, "first"), "2027-01-15 17:00:00.000000 UTC")
-    third = canvas_zip(tmp_path / "c.zip", [(ALICE, (2027, 1, 17, 9, 0, 0), good(course, "3"))])
+    assert submitted(course) == (good(course, "first"), None)
+    third = canvas(tmp_path / "c.zip", (ALICE3, good(course, "3")))
     (item,) = collect.collect(third, course)
     assert item.note.startswith(f"refused: {first[:12]} is pinned with collect-pin")
     assert submitted(course)[0] == good(course, "first")
@@ -204,7 +270,7 @@ def test_a_file_or_time_put_in_submitted_by_hand_is_kept(course, tmp_path):
     folder.mkdir(parents=True)
     (folder / f"{NAME}.ipynb").write_bytes(good(course, "by hand"))
     (folder / "timestamp.txt").write_text("2027-01-15 22:00:00.000000 UTC\n")
-    zipped = canvas_zip(tmp_path / "canvas.zip", [(ALICE, EARLY, CORRUPT)])
+    zipped = canvas(tmp_path / "canvas.zip", (ALICE, CORRUPT))
     found = collect.collect(zipped, course)
     assert found[0].status == "refused"
     assert submitted(course) == (good(course, "by hand"), "2027-01-15 22:00:00.000000 UTC")
@@ -216,8 +282,8 @@ def test_a_file_or_time_put_in_submitted_by_hand_is_kept(course, tmp_path):
 
 def test_handed_in_nothing_counts_every_collect(course, tmp_path):
     (course / "roster.csv").write_text(ROSTER + "carol,Carol,Reed,,\n")
-    collect.collect(canvas_zip(tmp_path / "a.zip", [(ALICE, EARLY, good(course))]), course)
-    one = canvas_zip(tmp_path / "b.zip", [("stonebob_222_9009_04_training.ipynb", LATE, b"{}")])
+    collect.collect(canvas(tmp_path / "a.zip", (ALICE, good(course))), course)
+    one = canvas(tmp_path / "b.zip", ("stonebob_222_9009_04_training.ipynb", b"{}"))
     printed = collect.collect(one, course).summary
     assert "on the roster, nothing handed in at all: 1 (carol)" in printed  # not alice
     report = (course / "reports" / "collect.md").read_text()
@@ -225,23 +291,31 @@ def test_handed_in_nothing_counts_every_collect(course, tmp_path):
     assert f"- {NAME} (2): bob, carol" in report and "- 04_training (2): alice, carol" in report
 
 
-def test_times_are_the_course_zones_and_say_where_they_come_from(course, tmp_path):
+def test_a_stamped_course_takes_entry_times_in_its_zone(course, tmp_path):
     # A zip with Info-ZIP's UTC "extended timestamp": 23:30 UTC is 00:30 CET, 31 min late.
     moment = datetime(2027, 1, 15, 23, 30, tzinfo=UTC)
     info = zipfile.ZipInfo("bob_01_attention.ipynb", date_time=(1999, 1, 1, 0, 0, 0))
     info.extra = struct.pack("<HHBi", 0x5455, 5, 1, int(moment.timestamp()))
     with zipfile.ZipFile(tmp_path / "z.zip", "w") as archive:
         archive.writestr(info, good(course))
-    collect.collect(tmp_path / "z.zip", course)
+    # Unless the course says its downloads are stamped, an entry's time is no hand-in time.
+    printed = collect.collect(tmp_path / "z.zip", course).summary.splitlines()
+    assert printed[1] == "hand-in times: none recorded 1 (no penalty here; see [collect] stamped)"
+    assert "| bob | 01_attention | at a time not recorded |" in log_sections(course)[-1]
+    assert submitted(course, "bob")[1] is None
+    (course / "course.toml").write_text(COURSE_TOML + "\n[collect]\nstamped = true\n")
+    printed = collect.collect(tmp_path / "z.zip", course).summary.splitlines()
+    assert printed[:2] == ["collect z.zip: 1 file: counts 1", "hand-in times: zip entry 1"]
     row = "2027-01-16 00:30 CET (zip entry), 31 min late (due 2027-01-15 23:59 CET)"
     assert row in (course / "reports" / "collect.md").read_text()
     assert row in log_sections(course)[-1]
     assert log_sections(course)[-1].startswith(datetime.now().strftime("%Y-%m-"))
+    assert submitted(course, "bob")[1] == "2027-01-15 23:30:00.000000 UTC"
 
 
 def test_a_long_batch_prints_a_short_summary(course, tmp_path):
-    strangers = [(f"x{i}_9{i}_1{i}_01_attention.ipynb", EARLY, b"{}") for i in range(15)]
-    printed = collect.collect(canvas_zip(tmp_path / "many.zip", strangers), course).summary
+    strangers = [(f"x{i}_9{i}_1{i}_01_attention.ipynb", b"{}") for i in range(15)]
+    printed = collect.collect(canvas(tmp_path / "many.zip", *strangers), course).summary
     assert printed.count("\nskipped: ") == collect.SHOWN + 1
     assert "\nskipped: 5 more in the report\n" in printed
     assert (course / "reports" / "collect.md").read_text().count("| skipped |") == 15
@@ -279,9 +353,99 @@ def test_the_fabricated_class_is_sorted_and_what_is_skipped_says_why(released, t
     fabricate(course, downloads)
     notes = {f.source: f for f in collect.collect(downloads, course)}
     assert notes["colab_Copy of 01_attention (1).ipynb"].student == "colab"
-    assert "renamed" in notes["colab_Copy of 01_attention (1).ipynb"].note
+    assert notes["colab_Copy of 01_attention (1).ipynb"].note == (
+        "a copy's name, filed as 01_attention.ipynb"
+    )
+    assert notes["perfect/02_causal_mask.ipynb"].note == ""  # its own name: nothing to say
     assert (course / "submitted" / "colab" / NAME / f"{NAME}.ipynb").is_file()
     assert notes["erin/01_attention (2).ipynb"].student == "erin"
     assert "newer copy" in notes["erin/01_attention.ipynb"].note
     assert notes["notes.txt"].note.startswith("skipped: not a notebook")
     assert notes["01_attention.ipynb"].note.startswith("skipped: no student id")
+
+
+def test_a_canvas_zip_as_canvas_builds_it_makes_no_one_late(course, tmp_path):
+    """Every entry carries the moment the zip was built, after the due date: none of it is a
+    hand-in time. Bob's LATE is Canvas's own mark, kept; no penalty is computed here."""
+    (course / "roster.csv").write_text(ROSTER + "carol,Carol,Reed,,333\n")
+    batch = canvas(tmp_path / "canvas.zip", (ALICE, good(course)), (BOB_LATE, good(course, "b")))
+    found = collect.collect(batch, course)
+    assert [(f.student, f.status, f.time_from, f.lms_late) for f in found] == [
+        ("alice", "counts", "none", False),
+        ("bob", "counts", "none", True),
+    ]
+    assert submitted(course, "alice")[1] is None and submitted(course, "bob")[1] is None
+    assert found.summary.splitlines()[1] == (
+        "hand-in times: Canvas's files: none recorded 2 (Canvas's zip stamps none; lateness is "
+        "Canvas's, 1 marked LATE; give --times for Canvas's own times)"
+    )
+    table = (course / "reports" / "collect.md").read_text()
+    assert f"| {ALICE} | alice | {NAME} | {NOT_RECORDED} |" in table
+    assert f"| {BOB_LATE} | bob | {NAME} | at a time not recorded (Canvas: LATE) |" in table
+    assert " late (due " not in table
+    assert collected.lms_late(course, "bob", NAME) is True
+    assert collected.lms_late(course, "alice", NAME) is False
+    assert collected.lms_late(course, "carol", NAME) is None
+    listing = collected.pin_command(course, "bob", NAME, None, False)
+    assert "| – | none (Canvas: LATE) | canvas.zip: " in listing
+
+
+TIMES = """user_id,assignment_id,submitted_at,attachment_ids
+111,7001,2027-01-16T11:00:00Z,9001
+222,7001,2027-01-15T20:00:00Z,9004
+222,7002,2027-01-15T20:00:00Z,
+"""
+
+
+def test_canvas_s_own_times_come_from_its_submissions_api(course, tmp_path):
+    (course / "canvas_assignments.json").write_text('{"01_attention": 7001, "04_training": 7002}')
+    (tmp_path / "times.csv").write_text(TIMES)
+    # Bob's upload 9005 came after the export of times (which lists 9004): it gets no time.
+    batch = canvas(tmp_path / "canvas.zip", (ALICE, good(course)), (BOB_LATE, good(course, "b")))
+    main(["--course", str(course), "collect", str(batch), "--times", str(tmp_path / "times.csv")])
+    assert submitted(course) == (good(course), "2027-01-16 11:00:00.000000 UTC")
+    assert submitted(course, "bob")[1] is None
+    table = (course / "reports" / "collect.md").read_text()
+    row = "2027-01-16 12:00 CET (LMS times), 12 h 1 min late (due 2027-01-15 23:59 CET)"
+    assert f"| {ALICE} | alice | {NAME} | {row} |" in table
+    assert table.splitlines()[3] == (
+        "hand-in times: Canvas's files: LMS times 1, none recorded 1 (Canvas's zip stamps none; "
+        "lateness is Canvas's, 1 marked LATE; give --times for Canvas's own times)"
+    )
+    (tmp_path / "bad.csv").write_text("user_id,submitted_at\n111,2027-01-16T11:00:00Z\n")
+    with pytest.raises(GradingError, match="needs the columns user_id, assignment_id"):
+        collect.collect(batch, course, times=tmp_path / "bad.csv")
+    (tmp_path / "bad.csv").write_text("user_id,assignment_id,submitted_at\n111,7009,\n")
+    with pytest.raises(GradingError, match="line 2: assignment id '7009' is in no canvas_assi"):
+        collect.collect(batch, course, times=tmp_path / "bad.csv")
+
+
+def test_a_zip_of_canvas_s_zips_is_read(course, tmp_path):
+    one = canvas(tmp_path / "course-01_attention_submissions.zip", (ALICE, good(course)))
+    other = canvas(tmp_path / "course-04_training_submissions.zip", (BOB_LATE, good(course, "b")))
+    with zipfile.ZipFile(tmp_path / "all.zip", "w") as archive:
+        for inner in (one, other):
+            archive.write(inner, f"downloads/{inner.name}")
+    found = collect.collect(tmp_path / "all.zip", course)
+    assert sorted((f.student, f.status) for f in found) == [("alice", "counts"), ("bob", "counts")]
+    assert submitted(course, "bob")[0] == good(course, "b")
+
+
+def test_a_moodle_zip_s_times_are_its_file_pool_s_not_hand_in_times(course, tmp_path):
+    """Moodle's entry time is when its file pool first stored the bytes: not recorded as a
+    hand-in time, but it still orders two files of one student (the later stored counts)."""
+    (course / "roster.csv").write_text(ROSTER)
+    first = moodle_name("Alice Archer", 4401, f"{NAME}.ipynb")
+    second = moodle_name("Alice Archer", 4401, f"{NAME} (1).ipynb")
+    moodle_zip(
+        tmp_path / "moodle.zip",
+        [
+            (second, good(course, "second"), datetime(2027, 1, 16, 9, 0)),
+            (first, good(course, "first"), datetime(2027, 1, 16, 8, 0)),
+        ],
+    )
+    found = {f.source: f for f in collect.collect(tmp_path / "moodle.zip", course)}
+    assert submitted(course) == (good(course, "second"), None)
+    assert found[first].note == f"refused: {second!r} is a newer copy of the same notebook"
+    table = (course / "reports" / "collect.md").read_text()
+    assert f"| {second} | alice | {NAME} | at a time not recorded |" in table

@@ -229,3 +229,55 @@ def test_the_listing_shows_every_file_oldest_first_in_the_course_zone(tmp_path):
         "| d916c65e2a44 | 2027-01-16 13:00 CET | given | attachment.ipynb | 2027-01-20 10:00 CET "
         f"| no: {BROKEN} |  |",
     ]
+
+
+def canvas_upload(raw: bytes, attachment: int, late: bool = False) -> Kept:
+    """An arrival from Canvas's zip: no hand-in time, Canvas's attachment id, its LATE mark."""
+    return replace(
+        arrival(raw, EARLY),
+        submitted_at=None,
+        time_from=collected.NO_TIME,
+        order=attachment,
+        order_from=collected.ATTACHMENT,
+        lms_late=late,
+    )
+
+
+def test_canvas_s_order_of_uploads_decides_whatever_the_times(tmp_path):
+    # The later upload, V2 (0899..), has the smaller hash and a time none: the id decides.
+    store = kept(Store(tmp_path), (V2, canvas_upload(V2, 9002)), (V1, canvas_upload(V1, 9001)))
+    assert counts(store) == (collected.sha256(V2), "the newest that can be graded")
+    # Canvas's own times (--times) for the earlier upload alone do not turn the order round.
+    store.add(V1, replace(canvas_upload(V1, 9001), submitted_at=LATE.timestamp()))
+    assert counts(store)[0] == collected.sha256(V2)
+    # An emailed fix with the instructor's time is newer than uploads that carry no time.
+    store.add(V3, replace(arrival(V3, LATE, GIVEN), submitted_at=LATE.timestamp() + 3600))
+    assert counts(store)[0] == collected.sha256(V3)
+
+
+def test_a_file_with_no_time_gets_one_later_and_keeps_its_mark(tmp_path):
+    store = kept(Store(tmp_path), (V1, canvas_upload(V1, 9001, late=True)))
+    mine = store.known("alice", NB, collected.sha256(V1))
+    assert store.changes(replace(canvas_upload(V1, 9001), submitted_at=LATE.timestamp()))
+    assert not store.changes(canvas_upload(V1, 9001, late=True))  # the same zip again
+    store.add(V1, replace(canvas_upload(V1, 9001, late=True), submitted_at=LATE.timestamp()))
+    assert (mine.submitted_at, mine.lms_late) == (LATE.timestamp(), True)
+    again = Store(tmp_path)
+    assert again.files == store.files  # None and the mark read back as written
+    assert index_lines(tmp_path)[0]["submitted_at"] is None
+
+
+def test_no_time_recorded_writes_no_timestamp(tmp_path):
+    """nbgrader takes no penalty where timestamp.txt is absent; collect writes none it does not
+    know, and says what the LMS says instead."""
+    store = kept(Store(tmp_path), (V1, canvas_upload(V1, 9001, late=True)))
+    collected.materialize(store)
+    folder = tmp_path / "submitted" / "alice" / NB
+    assert sorted(p.name for p in folder.iterdir()) == [f"{NB}.ipynb"]
+    assert collected.materialize(store) == []  # it holds it already, with no time
+    (folder / "timestamp.txt").write_text("2027-01-15 21:00:00.000000 UTC\n")  # not collect's
+    assert [k.sha256 for k, _ in collected.materialize(store)] == [collected.sha256(V1)]
+    assert sorted(p.name for p in folder.iterdir()) == [f"{NB}.ipynb"]
+    assert collected.handed_in(canvas_upload(V1, 9001, late=True), None) == (
+        "at a time not recorded (Canvas: LATE)"
+    )

@@ -1,5 +1,7 @@
-"""Copies across the class (grader/term/copies.py): winnowed fingerprints of each student's own
-code, containment against the course's solutions, the package's references and every classmate.
+"""Copies across the class (grader/term/copies/): winnowed fingerprints of each student's own
+code, what the course hands out (the release, its hints' code, the lecture's listings) set aside,
+measured from both sides (the student's, the source's) with the longest shared run, against the
+course's solutions, the package's references and every classmate.
 
 Each test builds notebooks from the release (maintainer/copy_corpus.py fills an exercise's stub
 with a body) and calls the module's functions directly; no notebook is executed.
@@ -15,9 +17,11 @@ import textwrap
 
 import nbformat
 import pytest
+from paths import SHARED
 
 from grader.outcome import Outcome
 from grader.term import copies
+from grader.term.copies.lecture_listings import LISTINGS
 from maintainer import copy_corpus as corpus
 from maintainer.fabricated_class import release
 
@@ -58,6 +62,14 @@ def _class(course, grade_id, bodies: dict[str, str]) -> list[copies.Match]:
 
 def _flags(found, student):
     return [copies.flag(m) for m in copies.flagged(found) if m.student == student]
+
+
+# What the instructor reads of a match: both shares and the longest run.
+FLAG_TEXT = re.compile(
+    r"copy: (?P<part>\S+) matches (?P<source>.+): (?P<mine>\d+)% of the student's own code, "
+    r"(?P<held>\d+)% of (?P<whose>.+)'s \((?P<tokens>\d+) tokens alike, longest run "
+    r"(?P<run>\d+)\)"
+)
 
 
 # --- winnowing ----------------------------------------------------------------------------
@@ -102,7 +114,8 @@ def test_the_stub_and_the_given_lines_are_not_the_students(course):
     filled = corpus.fill(_release(course, "01_attention"), "ex1_attention", "return V, V")
     parts = copies.own_parts(filled, given)
     assert list(parts) == ["ex1_attention"]
-    assert parts["ex1_attention"].lines and set(parts["ex1_attention"].lines) == {
+    piece = parts["ex1_attention"]
+    assert any(piece.mine) and {n for n, m in zip(piece.lines, piece.mine, strict=True) if m} == {
         n
         for n, line in enumerate(
             filled.cells[_index(filled, "ex1_attention")].source.splitlines(), 1
@@ -131,18 +144,32 @@ def test_a_copy_of_the_course_solution_is_flagged_naming_it(course, transform):
     assert flags[0].startswith("copy: ex6a_multi_head matches the course's solution ")
     assert "(solutions/06_stretch.py)" in flags[0]
     (match,) = [m for m in copies.flagged(found)]
-    assert f"{match.share:.0%} of the student's own code ({match.tokens} tokens)" in flags[0]
-
-
-def test_a_partial_paste_of_the_reference_counts_as_a_copy(course):
-    """The issue's Exercise 1: the reference without its argument checks scored 0.81 with a
-    symmetric measure; containment finds all of the student's code in attention.py."""
-    found = _class(course, "ex1_attention", {"paster": corpus.reference_body("ex1_attention")})
-    (match,) = copies.flagged(found)
-    assert match.source == "reference" and match.share == pytest.approx(1.0)
-    assert "matches the package's transformer_lab/attention.py (scaled_dot_product_attention)" in (
-        copies.flag(match)
+    shown = FLAG_TEXT.fullmatch(flags[0])
+    assert shown["whose"] == "the solution" and int(shown["held"]) >= 88, flags[0]
+    assert (shown["mine"], shown["tokens"], shown["run"]) == (
+        f"{match.share * 100:.0f}",
+        str(match.tokens),
+        str(match.longest),
     )
+
+
+@pytest.mark.parametrize("transform", ["verbatim", "renamed, inlined"])
+def test_a_paste_of_the_reference_is_flagged_on_what_the_lecture_does_not_hand_out(
+    course, transform
+):
+    """Exercise 1: the reference without its argument checks, as pasted, and with its names
+    changed and `d_k` inlined. The lecture's Module 3 listing hands out much of it (the
+    softmax, the `empty_row` error): what is left, the empty-row handling, is all the
+    reference's and all in the paste."""
+    body = corpus.TRANSFORMS[transform](corpus.reference_body("ex1_attention"))
+    if transform != "verbatim":
+        assert "d_k" not in body and "math.sqrt(Q.shape[-1])" in body
+    (flag,) = _flags(_class(course, "ex1_attention", {"paster": body}), "paster")
+    shown = FLAG_TEXT.fullmatch(flag)
+    assert shown["source"] == (
+        "the package's transformer_lab/attention.py (scaled_dot_product_attention)"
+    )
+    assert shown["held"] == "100" and int(shown["mine"]) < 80 and int(shown["run"]) >= 16, flag
 
 
 def test_two_students_with_the_same_unusual_loop_are_linked_both_ways(course):
@@ -153,8 +180,8 @@ def test_two_students_with_the_same_unusual_loop_are_linked_both_ways(course):
 
 
 def test_two_copies_of_the_solution_are_named_against_it_not_each_other(course):
-    body = corpus.solution_body(course, "ex1_attention")
-    found = _class(course, "ex1_attention", {"ann": body, "ben": corpus.renamed(body)})
+    body = corpus.solution_body(course, "ex5_mean_distance")
+    found = _class(course, "ex5_mean_distance", {"ann": body, "ben": corpus.renamed(body)})
     for student in ("ann", "ben"):
         flags = _flags(found, student)
         assert len(flags) == 1 and "the course's solution" in flags[0], flags
@@ -252,21 +279,66 @@ def test_honest_answers_written_apart_are_not_flagged(course):
         assert [copies.flag(m) for m in copies.flagged(_class(course, grade_id, bodies))] == []
 
 
+@pytest.mark.parametrize(
+    "body",
+    [corpus.HINTED["ex1_attention"][0], corpus.LECTURE["ex1_attention"][0]],
+    ids=["hint followed", "lecture typed"],
+)
+def test_an_answer_written_from_the_hint_or_the_lecture_is_the_students_own(tmp_path, course, body):
+    """Exercise 1's hint spells out every line but the glue (`d_k = Q.shape[-1]`, the `if`, the
+    return): written so, the answer is token for token the course's solution, and nothing of it
+    is a copy. The instructor sees no flag, in the review column or in reports/copies.md."""
+    import shutil
+
+    shutil.copytree(course, tmp_path / "course")
+    here = tmp_path / "course"
+    assignment = _graded(here, {"ann": body, "ben": body}, "ex1_attention")
+    outcomes = [Outcome(s, assignment, "graded", 4.0, 4.0) for s in ("ann", "ben")]
+    assert [o.flags for o in copies.with_copies(here, outcomes)] == [[], []]
+    copies.pairs_report(here)
+    assert "| nothing flagged |" in (here / "reports" / "copies.md").read_text()
+
+
+def test_a_paste_padded_with_lines_of_ones_own_is_flagged_on_the_sources_side(course):
+    """Exercise 5's solution with a print, an assert and a finiteness check added: the source
+    covers less than half of the student's code, and the student's code holds the source."""
+    body = corpus.padded(corpus.solution_body(course, "ex5_mean_distance"))
+    assert body.count("\n") >= 7 and "isfinite" in body and "print(" in body
+    (flag,) = _flags(_class(course, "ex5_mean_distance", {"padder": body}), "padder")
+    shown = FLAG_TEXT.fullmatch(flag)
+    assert shown["source"] == "the course's solution (solutions/05_heads.py)", flag
+    assert int(shown["mine"]) < 60 and int(shown["held"]) >= 90, flag
+    assert int(shown["tokens"]) >= copies.CODE.published.tokens and int(shown["run"]) >= 16
+
+
+def test_the_lecture_listings_are_the_lectures_own_text():
+    """Each listing the grader holds as handed out is, character for character, in the lecture
+    text it names (where the lecture lies beside the checkout), and parses."""
+    import ast
+
+    for listing in LISTINGS:
+        ast.parse(listing.code)
+        text = SHARED / "lecture" / listing.lecture
+        if text.is_file():
+            assert listing.code in text.read_text(encoding="utf-8"), listing.section
+
+
 def test_a_short_answer_is_never_flagged_however_alike(course):
     body = corpus.solution_body(course, "ex2_causal_mask")
     found = _class(course, "ex2_causal_mask", {"ann": body, "ben": body})
     assert copies.flagged(found) == []
-    assert all(m.tokens < copies.CODE.min_tokens for m in found)
+    assert all(m.tokens < copies.CODE.published.tokens for m in found)
 
 
 def test_code_the_class_shares_weighs_less(course):
     """A line a large part of the class writes counts less toward a pair's share than the
     part only the pair holds."""
-    common = "d_k = Q.shape[-1]\nscores = Q @ K.transpose(-2, -1) / math.sqrt(d_k)\n"
+    common = "scale = 1.0 / math.sqrt(K.size(-1))\nscores = torch.matmul(Q, K.mT) * scale\n"
     rest = [
-        "A = torch.softmax(scores, dim=-1)\nreturn A @ V, A",
-        "A = scores.softmax(-1)\nout = torch.matmul(A, V)\nreturn out, A",
-        "e = scores.exp()\nA = e / e.sum(-1, keepdim=True)\nreturn A @ V, A",
+        "e = torch.exp(scores - scores.amax(-1, keepdim=True))\nA = e / e.sum(-1, keepdim=True)\n"
+        "return torch.matmul(A, V), A",
+        "A = scores.softmax(dim=-1)\nout = torch.einsum('...ij,...jd->...id', A, V)\nreturn out, A",
+        "A = torch.nn.functional.softmax(scores, -1)\nreturn A.matmul(V), A",
     ]
     few = {f"s{n}": common + rest[n] for n in range(3)}
     many = {**few, **{f"t{n}": common + f"x = {n}\nreturn V, x" for n in range(20)}}
@@ -323,7 +395,8 @@ def test_flags_join_the_outcomes_replace_an_earlier_runs_and_change_no_score(tmp
     assert outcomes[0].flags[0] == write and len(outcomes[0].flags) == 2
     assert re.fullmatch(
         r"copy: ex6a_multi_head matches the course's solution \(solutions/06_stretch.py\): "
-        r"100% of the student's own code \(\d+ tokens\)",
+        r"100% of the student's own code, 100% of the solution's \(\d+ tokens alike, longest "
+        r"run \d+\)",
         outcomes[0].flags[1],
     )
     assert outcomes[1].flags == []
@@ -336,7 +409,8 @@ def test_the_review_column_names_each_copys_source_and_share(course):
     flags = ["cell 3 writes an attribute of torch: `x`", *_flags(found, "ann")]
     (m,) = [m for m in copies.flagged(found) if m.student == "ann"]
     assert copies.review_cell("06_stretch", flags) == (
-        f"06_stretch: ex6a_multi_head {m.share:.0%} classmate ben's; 1 other"
+        f"06_stretch: ex6a_multi_head {m.share:.0%} classmate ben's, holding "
+        f"{m.held_share:.0%} of it; 1 other"
     )
 
 
@@ -355,6 +429,17 @@ def test_the_pairs_report_ranks_pairs_and_shows_each_side_by_side(tmp_path, cour
         line for line in table.splitlines() if line.startswith("| 1 ") or line.startswith("| 2 ")
     ]
     assert len(rows) == 2 and all("classmate" in r for r in rows)
+    assert "| of theirs | of the source | tokens alike | longest run |" in table
+    keys = [(s, "06_stretch") for s in ("ann", "ben", "cat")]
+    found = copies.flagged(copies.class_report_matches(here, keys))
+    (m,) = [m for m in found if m.student == "ann"]
+    assert any(
+        r.endswith(
+            f"| classmate ben's | {m.share:.0%} | {m.held_share:.0%} | {m.tokens} | {m.longest} "
+            "| [page](copies/06_stretch--ann--ben.html) |"
+        )
+        for r in rows
+    ), rows
     assert "cat" not in table
     (page,) = [p for p in paths if p.suffix == ".html"]
     assert page.name == "06_stretch--ann--ben.html"
@@ -381,10 +466,19 @@ def test_make_class_report_writes_the_pairs_beside_the_class_report(tmp_path, co
 
 
 def test_the_corpus_flags_no_honest_answer_and_catches_the_long_copies(course):
-    """maintainer/copy_corpus.py's numbers, the ones the thresholds rest on: no honest answer
-    flagged; every copy caught in the exercises long enough to tell (Exercise 1, the mean
-    distance, Challenge A, the written prediction)."""
+    """maintainer/copy_corpus.py's numbers, the ones the bars rest on: no honest answer flagged,
+    those that follow a hint or type the lecture included; every copy caught where the source's
+    own code is long enough to tell (Challenge A, the written prediction); the padded copies of
+    Exercise 5's and Challenge A's solutions, and the reference of Exercise 1 renamed with `d_k`
+    inlined, caught."""
     rows = {row.grade_id: row for row in corpus.measure(course)}
     assert [(g, r.wrong) for g, r in rows.items() if r.flagged] == []
-    for grade_id in ("ex1_attention", "ex5_mean_distance", "ex6a_multi_head", "ex4_prediction"):
+    for grade_id in ("ex6a_multi_head", "ex4_prediction"):
         assert rows[grade_id].caught == rows[grade_id].copies, rows[grade_id]
+    caught = [
+        ("ex5_mean_distance", "copy_solution_padded"),
+        ("ex6a_multi_head", "copy_solution_padded"),
+        ("ex1_attention", "copy_reference_renamed_inlined"),
+    ]
+    for grade_id, student in caught:
+        assert f"missed {student}" not in rows[grade_id].wrong, rows[grade_id]

@@ -6,7 +6,14 @@ import pytest
 import torch
 
 from transformer_lab import data
-from transformer_lab.data import CorpusError, Vocab, load_corpus, sample_batch
+from transformer_lab.data import (
+    CorpusError,
+    Vocab,
+    draw_starts,
+    load_corpus,
+    sample_batch,
+    windows_at,
+)
 
 
 def test_vocabulary_and_splits(corpus):
@@ -140,3 +147,16 @@ def test_the_windows_of_a_cpu_generator_are_the_cpu_draw_of_its_seed(corpus):
     starts = torch.randint(len(corpus.val) - 32, (4,), generator=torch.Generator().manual_seed(0))
     x, _ = sample_batch(corpus.val, 4, 32, torch.Generator().manual_seed(0))
     assert torch.equal(x, corpus.val[starts[:, None] + torch.arange(32)])
+
+
+def test_a_runs_starts_drawn_at_once_are_its_batches_drawn_one_by_one(corpus):
+    """train_lm draws a run's starts in one call before its first step: the same windows, in
+    the same order, as one sample_batch a step from the same generator gave."""
+    one_by_one = torch.Generator().manual_seed(3)
+    batches = [sample_batch(corpus.train, 16, 128, one_by_one) for _ in range(50)]
+    starts = draw_starts(corpus.train, 16, 128, 50, torch.Generator().manual_seed(3))
+    assert starts.shape == (50, 16)
+    for (x, y), batch_starts in zip(batches, starts, strict=True):
+        at_x, at_y = windows_at(corpus.train, batch_starts, 128)
+        assert torch.equal(at_x, x) and torch.equal(at_y, y)
+    assert not torch.equal(starts[0], starts[1])

@@ -1,6 +1,8 @@
-"""Due dates: collect records when each notebook was handed in, autograde has nbgrader take the
-late penalty course.toml asks for, and an extension makes a late notebook on time. The jobs
-stand in for runs of the solution: lateness is settled on saved scores (conftest.executing)."""
+"""Due dates: collect records when each notebook was handed in where a source records it (here a
+course whose zips are stamped with the hand-in time), autograde has nbgrader take the late
+penalty course.toml asks for, and an extension makes a late notebook on time; a Canvas zip,
+which records no hand-in time, costs no one a point here. The jobs stand in for runs of the
+solution: lateness is settled on saved scores (conftest.executing)."""
 
 from __future__ import annotations
 
@@ -16,9 +18,9 @@ from nbgrader.api import Gradebook
 
 from grader.course import GradingError, db_url, points
 from grader.engine import autograde as engine
-from grader.term import collect, deadlines
+from grader.term import collect, collected, deadlines
 from grader.term.scores import autograde
-from maintainer.fabricated_class import release
+from maintainer.fabricated_class import canvas_name, canvas_zip, release
 from maintainer.notebook_build import SOLUTION_MARKERS
 
 NAME = "01_attention"
@@ -38,6 +40,9 @@ COURSE_TOML = """timezone = "UTC"
 [late]
 penalty = "percent_per_day"
 percent_per_day = 25
+
+[collect]
+stamped = true    # this course's submission server stamps each entry with its hand-in time
 """
 # student -> when the zip says they handed in
 HANDED_IN = {
@@ -88,7 +93,7 @@ def graded(course, tmp_path_factory):
     return {o.student: o for o in outcomes}
 
 
-def test_collect_writes_the_zip_entry_time_as_timestamp_txt(course, graded):
+def test_a_stamped_course_s_zip_entry_time_is_timestamp_txt(course, graded):
     for student, when in HANDED_IN.items():
         stamp = course / "submitted" / student / NAME / "timestamp.txt"
         expected = datetime(*when).strftime("%Y-%m-%d %H:%M:%S.000000 UTC")
@@ -185,3 +190,29 @@ def test_percent_per_day_counts_started_days_and_stops_at_the_score():
     assert plugin.late_submission_penalty("s", 10, 86400) == 3
     assert plugin.late_submission_penalty("s", 10, 86401) == 6
     assert plugin.late_submission_penalty("s", 10, 10 * 86400) == 10
+
+
+def test_a_canvas_zip_as_canvas_builds_it_costs_no_one_points(tmp_path):
+    """Every entry of Canvas's zip carries the moment it was built, here ten days after the due
+    date: no hand-in time, so no penalty here. Canvas's LATE on Bob's file is kept; Canvas's own
+    late policy takes its deduction when the scores are imported."""
+    course = tmp_path / "course"
+    release(course)
+    (course / "course.toml").write_text(COURSE_TOML.split("[collect]")[0])  # not stamped
+    files = [
+        (canvas_name("Archer, Alice", 111, 9001, f"{NAME}.ipynb"), perfect(course)),
+        (canvas_name("Stone, Bob", 222, 9002, f"{NAME}.ipynb", late=True), perfect(course)),
+    ]
+    collect.collect(canvas_zip(tmp_path / "canvas.zip", files, datetime(2027, 1, 25, 9)), course)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(engine, "run_job", executing())
+        outcomes = autograde(course, workers=2, progress=False, sandboxed=False)
+    assert sorted((o.student, o.score, o.late_penalty, o.seconds_late) for o in outcomes) == [
+        ("archeralice", 4, 0, 0),
+        ("stonebob", 4, 0, 0),
+    ]
+    assert deadlines.lateness(course, "stonebob", NAME) == (0.0, 0.0)
+    with Gradebook(db_url(course)) as gb:
+        assert gb.find_submission(NAME, "stonebob").timestamp is None
+    assert collected.lms_late(course, "stonebob", NAME) is True
+    assert collected.lms_late(course, "archeralice", NAME) is False

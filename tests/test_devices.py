@@ -14,6 +14,8 @@ import matplotlib.pyplot as plt
 import pytest
 import torch
 from notebook_harness import code_cells
+from torch.overrides import TorchFunctionMode
+from torch.utils._pytree import tree_flatten
 
 import transformer_lab as tl
 from checkpoints._devices import DEVICE, DeviceMismatch, on_host, other_device
@@ -190,3 +192,45 @@ def test_notebook_05_on_a_gpu_shows_the_distances_recorded_for_its_model(on_the_
         [f"{d:.2f}" for d in row] for row in distances
     ]
     assert torch.allclose(distances, recorded, atol=0.01), (distances, recorded)
+
+
+class _HostToDevice(TorchFunctionMode):
+    """Counts what crosses from the host to the stand-in GPU, as a pageable copy that waits for
+    the GPU's queued work would on CUDA: a move, a copy_ into a tensor there, host indices."""
+
+    def __init__(self):
+        super().__init__()
+        self.copies = 0
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        if func is torch.Tensor.to and on_host(args[0]) and not on_host(out):
+            self.copies += 1
+        elif func in self.ACROSS and not on_host(args[0]) and self._from_host(args[1:]):
+            self.copies += 1
+        return out
+
+    ACROSS = (torch.Tensor.copy_, torch.Tensor.__getitem__, torch.Tensor.__setitem__)
+
+    @staticmethod
+    def _from_host(args) -> bool:
+        tensors = [t for t in tree_flatten(args)[0] if isinstance(t, torch.Tensor)]
+        return any(on_host(t) and t.dim() > 0 for t in tensors)
+
+
+def test_training_copies_nothing_to_the_gpu_per_step_or_per_validation(corpus):
+    """The run's batch starts and validation windows are drawn on the CPU and moved once: six
+    steps with six validations copy no more to the GPU than two steps with two."""
+    config = tl.GPTConfig(d_model=16, n_heads=2, n_layers=1, T_max=16)
+
+    def copies(steps: int) -> int:
+        budget = tl.Budget("tiny", batch_size=2, steps=steps, eval_every=1, eval_batches=2)
+        with other_device():
+            model, on_gpu = tl.MiniGPT(config).to(DEVICE), corpus.to(DEVICE)
+            with _HostToDevice() as spy:
+                history = tl.train_lm(model, on_gpu, budget, lr=1e-3, T=16, progress=False)
+        assert len(history.val_loss) == steps
+        return spy.copies
+
+    few, many = copies(2), copies(6)
+    assert few == many and few <= 2  # the run's starts and its validation starts

@@ -1,7 +1,13 @@
-"""pyproject.toml and environment.yml must name the same dependencies at the same floors."""
+"""pyproject.toml and environment.yml name the same dependencies at the same floors, and the
+package builds (as `pip install` builds it) without a deprecation, shipping its templates."""
 
 import re
+import shutil
+import subprocess
+import sys
 import tomllib
+import zipfile
+from pathlib import Path
 
 import yaml
 from paths import ROOT
@@ -51,3 +57,59 @@ def test_the_python_floor_holds():
             for name in names:
                 needs = NEW_IN.get(name.split(".")[0], (0, 0))
                 assert needs <= floor, f"{path.relative_to(ROOT)} imports {name}: Python {needs}"
+
+
+# What a build of the package reads: its metadata, the README it shows, the licence it ships,
+# and the two packages with their data.
+BUILT_FROM = ("pyproject.toml", "README.md", "LICENSE", "transformer_lab", "checkpoints")
+
+
+def _build_wheel(tree: Path) -> subprocess.CompletedProcess:
+    """Build a wheel of `tree` as pip's build backend call does, every warning an error, so
+    that a deprecation setuptools would print during `pip install` fails the build."""
+    build = "from setuptools import build_meta; print(build_meta.build_wheel('dist'))"
+    return subprocess.run(
+        [sys.executable, "-W", "error", "-c", build],
+        cwd=tree,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def _copy_of_the_package(tmp_path: Path) -> Path:
+    tree = tmp_path / "tree"
+    for name in BUILT_FROM:
+        source = ROOT / name
+        if source.is_dir():
+            shutil.copytree(source, tree / name, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            tree.mkdir(exist_ok=True)
+            shutil.copy2(source, tree / name)
+    return tree
+
+
+def test_the_package_builds_without_a_deprecation_and_ships_its_templates(tmp_path):
+    tree = _copy_of_the_package(tmp_path)
+    built = _build_wheel(tree)
+    assert built.returncode == 0, built.stderr[-3000:]
+    [wheel] = (tree / "dist").glob("transformer_lab-*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        names = set(archive.namelist())
+        [metadata] = [n for n in names if n.endswith(".dist-info/METADATA")]
+        fields = archive.read(metadata).decode()
+    assert "License-Expression: MIT" in fields.splitlines()
+    assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
+    templates = {p.name for p in (ROOT / "transformer_lab" / "templates").glob("*.j2")}
+    assert templates and {f"transformer_lab/templates/{t}" for t in templates} <= names
+
+
+def test_the_old_licence_table_would_fail_the_build(tmp_path):
+    """The check above can fail: the table form setuptools stops reading in 2027."""
+    tree = _copy_of_the_package(tmp_path)
+    pyproject = tree / "pyproject.toml"
+    text = pyproject.read_text()
+    assert 'license = "MIT"\n' in text
+    pyproject.write_text(text.replace('license = "MIT"\n', 'license = { text = "MIT" }\n'))
+    built = _build_wheel(tree)
+    assert built.returncode != 0 and "project.license" in built.stderr

@@ -1,8 +1,10 @@
 """ "Open in Colab", network aside: each workshop notebook, its exercises solved, runs from top to
-bottom alone, as in a fresh Colab runtime. An empty working folder, a fresh HOME and kernel, a
-stand-in `google.colab` module imported at kernel start (as Colab does), and the setup cell
-cloning the course at its pinned ref and pip-installing it, from a local copy of this checkout
-instead of GitHub. No notebook may need a file that another one wrote.
+bottom alone, as in a fresh Colab runtime (`maintainer/fresh_runtime.py`: an empty working
+folder, a fresh HOME and kernel, a stand-in `google.colab` module imported at kernel start, as
+Colab does), the setup cell cloning the course at its pinned ref and pip-installing it, from a
+local copy of this checkout instead of GitHub. No notebook may need a file that another one wrote.
+The start of such a runtime is what `make core-minutes` counts for each notebook: its recorded
+measurement must be of the setup cell the build writes now.
 
 The student's own model travels as on Colab, through their Google Drive: the stand-in's
 `google.colab.drive.mount(path)` links a folder that outlives every runtime (the student's Drive)
@@ -10,8 +12,6 @@ at `path`, so that 05 and 06, each on a machine of its own, find what 04 saved t
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -19,39 +19,16 @@ from pathlib import Path
 import nbformat
 import pytest
 from conftest import checkpoints_without_a_tick
-from paths import ROOT
 
-from maintainer import notebook_build
+from maintainer import fresh_runtime, notebook_build
 
 pytestmark = pytest.mark.heavy(order=2)
-REF = "v-fresh-runtime-test"
 WHERE = "import checkpoints, transformer_lab\nprint('imported from', transformer_lab.__file__)\n"
-
-
-def _git(*args: str, cwd: Path) -> None:
-    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True)
 
 
 @pytest.fixture(scope="module")
 def course_repository(tmp_path_factory) -> Path:
-    """This checkout as it is now (committed or not), as a repository tagged with the ref."""
-    repo = tmp_path_factory.mktemp("origin")
-    listed = subprocess.run(
-        ["git", "ls-files", "-co", "--exclude-standard", "-z"],
-        cwd=ROOT,
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout
-    for name in filter(None, listed.split("\0")):
-        if (ROOT / name).is_file():
-            (repo / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(ROOT / name, repo / name)
-    _git("init", "-q", cwd=repo)
-    _git("add", "-A", cwd=repo)
-    _git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "course", cwd=repo)
-    _git("tag", REF, cwd=repo)
-    return repo
+    return fresh_runtime.course_repository(tmp_path_factory.mktemp("origin"))
 
 
 def solved_workshop(path: Path, config: dict) -> nbformat.NotebookNode:
@@ -70,47 +47,6 @@ def solved_workshop(path: Path, config: dict) -> nbformat.NotebookNode:
     return nb
 
 
-STANDIN_DRIVE = '''"""Stand-in for Colab's Drive: the student's Drive is $STANDIN_DRIVE."""
-import os
-
-
-def mount(mountpoint, force_remount=False, timeout_ms=120000, readonly=False):
-    storage = os.environ["STANDIN_DRIVE"]  # unset: as if the student refused the sign-in
-    os.makedirs(os.path.join(storage, "MyDrive"), exist_ok=True)
-    os.makedirs(os.path.dirname(mountpoint), exist_ok=True)
-    os.symlink(storage, mountpoint)
-'''
-
-
-def fresh_runtime(tmp_path: Path) -> dict[str, str]:
-    """HOME, PYTHONPATH and pip settings of a fresh runtime: the course installs into its own
-    folder, not into the environment that runs the tests. No MPLBACKEND: as on Colab, the kernel
-    draws with matplotlib's inline backend, so that the figures reach the notebook."""
-    home, site, standin = tmp_path / "home", tmp_path / "site", tmp_path / "standin"
-    startup = home / ".ipython" / "profile_default" / "startup"
-    startup.mkdir(parents=True)
-    (startup / "00-colab.py").write_text("import google.colab\n")  # Colab imports it at start
-    (standin / "google" / "colab").mkdir(parents=True)
-    (standin / "google" / "__init__.py").write_text("")
-    (standin / "google" / "colab" / "__init__.py").write_text('"""Stand-in for Colab."""\n')
-    (standin / "google" / "colab" / "drive.py").write_text(STANDIN_DRIVE)
-    site.mkdir()
-    return {
-        "PATH": os.environ["PATH"],
-        "HOME": str(home),
-        "PYTHONPATH": os.pathsep.join([str(standin), str(site)]),
-        "PIP_TARGET": str(site),
-        "PIP_NO_DEPS": "1",  # torch and the rest are Colab's own
-        "PIP_NO_BUILD_ISOLATION": "0",
-        "PIP_QUIET": "1",
-        "TRANSFORMER_LAB_DATA": os.environ["TRANSFORMER_LAB_DATA"],
-        # Colab mounts the Drive at /content/drive; this runtime's own place stands in for it.
-        "TRANSFORMER_LAB_DRIVE": str(tmp_path / "mnt" / "drive"),
-        "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "2"),  # Colab has 2 cores
-        "LANG": "C.UTF-8",
-    }
-
-
 # `python -m papermill`, less a second of imports: what drives the runtime is ours, and skips the
 # IRI grammar nbformat's jsonschema would build (as grader/__init__.py does). The kernel it
 # starts is untouched.
@@ -125,14 +61,14 @@ def run_alone(
 ) -> tuple[Path, dict[str, str]]:
     """Run the solved workshop notebook `path` in a fresh runtime under `tmp_path`, in smoke
     mode; the executed notebook and the runtime's environment."""
-    config = {"repository": repository.as_uri(), "ref": REF}
+    config = {"repository": repository.as_uri(), "ref": fresh_runtime.REF}
     nb = solved_workshop(path, config)
     nb.cells.append(nbformat.v4.new_code_cell(WHERE))
     content = tmp_path / "content"  # Colab's empty working folder
     content.mkdir(parents=True)
     notebook = content / f"{path.stem}.ipynb"
     nbformat.write(nb, notebook)
-    env = fresh_runtime(tmp_path) | (env or {})
+    env = fresh_runtime.runtime_env(tmp_path) | (env or {})
     done = subprocess.run(
         [sys.executable, "-c", PAPERMILL, notebook, notebook, "-p", "MODE", "smoke"]
         + [*parameters, "--cwd", content, "-k", "python3", "--no-progress-bar"],
@@ -184,6 +120,8 @@ def test_each_notebook_runs_alone_in_a_fresh_runtime(name, runs):
     executed = nbformat.read(notebook, 4)
     last = executed.cells[-1].outputs[0]["text"]
     assert env["PIP_TARGET"] in last  # and the notebook ran on the course it installed
+    installed = sorted(p.name for p in Path(env["PIP_TARGET"]).iterdir())
+    assert not {"torch", "numpy", "matplotlib"} & set(installed), installed  # the runtime's own
     assert sorted(p.name for p in content.iterdir()) == [notebook.name]  # nothing left behind
     assert not checkpoints_without_a_tick(executed)  # and every checkpoint passed
     if name not in THROUGH_DRIVE:  # nobody can answer papermill's kernel: nothing is mounted
@@ -229,3 +167,13 @@ def test_the_model_04_trained_reaches_05_through_the_drive(runs):
     # 06, where nobody could allow the Drive, says so and studies the course's model.
     assert "your Google Drive was not searched: nobody was there" in said["06_stretch"]
     assert "the course's recorded mini-GPT of run" in said["06_stretch"]
+
+
+def test_the_recorded_start_of_a_fresh_runtime_is_of_the_setup_cell_built_now():
+    """`make core-minutes` counts a fresh runtime's start as measured here (kernel, setup cell);
+    a changed setup cell wants a new measurement, or the minutes count an old one."""
+    recorded = fresh_runtime.recorded()
+    assert recorded["setup_digest"] == fresh_runtime.setup_digest(), (
+        "the setup cell changed since its start was measured: run `make core-minutes`"
+    )
+    assert recorded["kernel_start_s"] > 0 and recorded["setup_cell_s"] > 0

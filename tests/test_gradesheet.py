@@ -6,7 +6,13 @@ A small class graded for real (notebook 01 only): alice solved it, bob handed in
 untouched, carol handed in broken JSON, dave was graded and then his regrade failed, eve (on the
 roster) handed in nothing. alice, bob, carol and eve come from a roster with names and emails;
 dave only handed something in. Our own solutions are graded without the sandbox: it is not the
-point here."""
+point here.
+
+Then notebook 04 with its written prediction, graded by a stand-in job (conftest.executing):
+while the prediction waits for its hand grade, export and feedback leave the notebook without a
+score in every file and name whose it is; with --partial they write the partial score, marked;
+once graded by hand (nbgrader's gradebook API, as the formgrader saves it), the number. Also
+grades.csv's times in the course's zone, and the Canvas columns as Canvas's export heads them."""
 
 from __future__ import annotations
 
@@ -15,6 +21,8 @@ import json
 import shutil
 import subprocess
 import sys
+import zipfile
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -26,7 +34,7 @@ from grader.engine import autograde as engine
 from grader.term import deadlines, gradesheet
 from grader.term import scores as grading
 from grader.term.roster import import_roster
-from maintainer.fabricated_class import perfect, release, untouched, write
+from maintainer.fabricated_class import cell_of, perfect, release, untouched, write
 
 pytestmark = pytest.mark.heavy(order=8)
 NB = "01_attention"
@@ -283,4 +291,212 @@ def test_grading_one_student_keeps_the_others_in_the_report(course):
     assert after == before - {("bob", "graded")} | {("bob", "unchanged")}  # nothing ran again
     assert len(after) == len(before)
     table = (course / "reports" / "autograde.md").read_text()
-    assert all(f"| {s} |" in table for s in ("alice", "bob", "carol", "dave"))
+    # Each by the id, and the roster's name beside it where it has one (dave is on none).
+    named = ("alice (Alice Liddell)", "bob (Bob Jones)", "carol (Carol Ng)", "dave")
+    assert all(f"| {who} |" in table for who in named)
+
+
+# Notebook 04 handed in by three: its checks pass (a stand-in job, as a run of the solution
+# leaves them), its written prediction (1 of its 3 points) waits for a hand grade. ada and ben
+# are on the roster with their names; cy is not.
+WRITTEN, PREDICTION = "04_training", "ex4_prediction"
+WAITING_ROSTER = "id,first_name,last_name,email\nada,Ada,Lovelace,\nben,Ben,Okri,\n"
+NEW_YORK = 'timezone = "America/New_York"\n\n[due]\n04_training = 2026-11-20T23:59:00+00:00\n'
+
+
+@pytest.fixture(scope="module")
+def waiting(released, tmp_path_factory) -> Path:
+    """The class autograded: every written answer still "Needs Manual Grade". ada handed in on
+    15 November 2026 at 13:00 UTC; the course's zone is New York's."""
+    course = Path(shutil.copytree(released, tmp_path_factory.mktemp("waiting") / "course"))
+    (course / "course.toml").write_text(NEW_YORK)
+    (course.parent / "students.csv").write_text(WAITING_ROSTER)
+    import_roster(course, course.parent / "students.csv")
+    for student in ("ada", "ben", "cy"):
+        nb = perfect(course, WRITTEN)
+        cell_of(nb, PREDICTION)["source"] = "The LSTM: fewer parameters suit this small budget."
+        folder = course / "submitted" / student / WRITTEN
+        write(folder / f"{WRITTEN}.ipynb", nb)
+        if student == "ada":
+            deadlines.write_timestamp(folder, datetime(2026, 11, 15, 13, 0, tzinfo=UTC))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(engine, "run_job", executing())
+        done = grading.autograde(course, **LIMITS)
+    assert {(o.student, o.score, o.needs_manual) for o in done} == {
+        ("ada", 2, 1),
+        ("ben", 2, 1),
+        ("cy", 2, 1),
+    }
+    return course
+
+
+def grade_by_hand(course: Path, *students: str) -> None:
+    """The formgrader's save of a point for the prediction, through nbgrader's gradebook API."""
+    from nbgrader.api import Gradebook
+
+    with Gradebook(db_url(course)) as gb:
+        for student in students:
+            grade = gb.find_grade(PREDICTION, WRITTEN, WRITTEN, student)
+            grade.manual_score, grade.needs_manual_grade = 1, False
+        gb.db.commit()
+
+
+def cli(course: Path, *args: str) -> str:
+    done = subprocess.run([*CLI, str(course), *args], cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def written_column(course: Path) -> tuple[str, dict[str, str]]:
+    """The Canvas file's note (the Points Possible row's Section cell) and 04's cell per student."""
+    lines = list(csv.reader((course / "reports" / "canvas_import.csv").open(encoding="utf-8")))
+    column = lines[0].index(WRITTEN)
+    return lines[1][4], {line[2]: line[column] for line in lines[2:]}
+
+
+def grades_csv(course: Path) -> dict[str, dict]:
+    rows = csv.DictReader((course / "reports" / "grades.csv").open(encoding="utf-8"))
+    return {r["student_id"]: r for r in rows if r["assignment"] == WRITTEN}
+
+
+def test_an_answer_still_to_grade_by_hand_leaves_as_no_number_and_its_students_named(waiting):
+    said = cli(waiting, "export")
+    assert (
+        "3 written answers still need a hand grade, in 3 notebooks (grade them in "
+        "`make formgrader`, then run this again):\n"
+        "  04_training: ada (Ada Lovelace), ben (Ben Okri), cy\n"
+    ) in said
+    assert said.count("still need") == 1  # one summary, not one per file
+    note, cells = written_column(waiting)
+    assert cells == {"ada": "", "ben": "", "cy": ""}  # never the partial 2 of 3
+    assert note == f"{gradesheet.NO_PENALTIES}; needs hand grading: 3 notebooks left empty"
+    rows = sheet(waiting)
+    assert {(r[f"{WRITTEN}_score"], r[f"{WRITTEN}_status"], r["total"]) for r in rows.values()} == {
+        ("", "needs hand grading", "")
+    }
+    nbgrader_rows = grades_csv(waiting)
+    assert {(r["raw_score"], r["score"], r["status"]) for r in nbgrader_rows.values()} == {
+        ("", "", "needs hand grading")
+    }
+    # The autograde report names them too, beside the roster's names.
+    table = (waiting / "reports" / "autograde.md").read_text(encoding="utf-8")
+    assert "| ada (Ada Lovelace) | " in table and "| cy | " in table
+
+
+def test_partial_writes_the_partial_score_and_says_so(waiting):
+    said = cli(waiting, "export", "--partial")
+    assert "3 written answers still need a hand grade" in said
+    assert "--partial: their scores are written as they stand, marked 'partial: needs hand" in said
+    note, cells = written_column(waiting)
+    assert cells == {"ada": "2", "ben": "2", "cy": "2"}
+    assert note.endswith("partial scores: 3 notebooks with written answers not graded by hand")
+    ada = sheet(waiting)["ada"]
+    assert (ada[f"{WRITTEN}_score"], ada[f"{WRITTEN}_status"], ada["total"]) == (
+        "2",
+        "partial: needs hand grading",
+        "2",
+    )
+    row = grades_csv(waiting)["ada"]
+    assert (row["score"], row["status"]) == ("2", "partial: needs hand grading")
+    cli(waiting, "export")  # back as the other tests expect it
+    assert written_column(waiting)[1]["ada"] == ""
+
+
+def test_a_hand_grade_entered_makes_the_number(waiting, tmp_path):
+    course = Path(shutil.copytree(waiting, tmp_path / "course"))
+    grade_by_hand(course, "ada", "ben")
+    said = cli(course, "export")
+    assert (
+        "1 written answer still needs a hand grade, in 1 notebook (grade them in "
+        "`make formgrader`, then run this again):\n  04_training: cy\n"
+    ) in said
+    note, cells = written_column(course)
+    assert cells == {"ada": "3", "ben": "3", "cy": ""}
+    assert note.endswith("needs hand grading: 1 notebook left empty")
+    rows = sheet(course)
+    assert (rows["ada"][f"{WRITTEN}_score"], rows["ada"][f"{WRITTEN}_status"]) == ("3", "graded")
+    grade_by_hand(course, "cy")
+    said = cli(course, "export")
+    assert "hand grade" not in said
+    assert written_column(course) == (gradesheet.NO_PENALTIES, {"ada": "3", "ben": "3", "cy": "3"})
+    # ada hands in a changed answer: nbgrader keeps her point and asks for a second look.
+    from nbgrader.api import Gradebook
+
+    with Gradebook(db_url(course)) as gb:
+        gb.find_grade(PREDICTION, WRITTEN, WRITTEN, "ada").needs_manual_grade = True
+        gb.db.commit()
+    assert "  04_training: ada (Ada Lovelace)\n" in cli(course, "export")
+    assert written_column(course)[1] == {"ada": "", "ben": "3", "cy": "3"}
+
+
+def feedback_pages(course: Path) -> dict[str, str]:
+    bundle = course / "reports" / "feedback_bundles" / f"{WRITTEN}.zip"
+    with zipfile.ZipFile(bundle) as archive:
+        return {name.split("_")[0]: archive.read(name).decode() for name in archive.namelist()}
+
+
+def test_feedback_shows_no_score_until_the_answer_is_graded_by_hand(waiting, tmp_path):
+    course = Path(shutil.copytree(waiting, tmp_path / "course"))
+    grade_by_hand(course, "ada")
+    said = cli(course, "feedback")
+    assert "2 written answers still need a hand grade, in 2 notebooks" in said
+    assert "  04_training: ben (Ben Okri), cy\n" in said
+    pages = feedback_pages(course)
+    assert "(Score: 3.0 / 3.0)" in pages["ada"] and "Not graded yet." not in pages["ada"]
+    ben = pages["ben"]
+    assert "Not graded yet.</strong> Your written answer (ex4_prediction) has not been" in ben
+    assert f"<h4>{WRITTEN} (Score: needs hand grading / 3.0)</h4>" in ben
+    assert "Written response</a> (Score: needs hand grading / 1.0)" in ben
+    assert "Score: 2.0 / 3.0" not in ben and "Score: 0.0 / 1.0" not in ben
+    assert "(Score: 2.0 / 2.0)" in ben  # the checks' own scores are final
+    said = cli(course, "feedback", "--partial")
+    assert "--partial: their scores are written as they stand" in said
+    ben = feedback_pages(course)["ben"]
+    assert "Partial score.</strong>" in ben and "the score below is partial" in ben
+    assert f"<h4>{WRITTEN} (Score: 2.0 / 3.0)</h4>" in ben
+
+
+def test_grades_csv_times_are_in_the_course_zone_with_their_offset(waiting):
+    cli(waiting, "export")
+    ada = grades_csv(waiting)["ada"]
+    assert ada["timestamp"] == "2026-11-15T08:00:00-05:00"  # 13:00 UTC, in New York
+    assert ada["duedate"] == "2026-11-20T18:59:00-05:00"  # course.toml's 23:59 UTC
+    assert grades_csv(waiting)["ben"]["timestamp"] == ""  # no time handed in was recorded
+
+
+def test_the_canvas_import_heads_its_columns_as_canvas_exported_them(waiting, tmp_path):
+    """Canvas's export after a first import: our columns with Canvas's ids ("01_attention
+    (7001)"), one of Canvas's own assignments and its score columns, which are not ours."""
+    course = Path(shutil.copytree(waiting, tmp_path / "course"))
+    export = tmp_path / "canvas_export.csv"
+    export.write_text(
+        "Student,ID,SIS User ID,SIS Login ID,Section,01_attention (7001),Quiz 1 (8000),"
+        "06_stretch (extra credit) (7006),Current Score,Final Score\n"
+        "    Points Possible,,,,,4,10,0,(read only),(read only)\n"
+        '"Lovelace, Ada",12345,ada,ada,Lab A,4,9,,90,90\n'
+    )
+    said = cli(course, "export", "--canvas-export", str(export))
+    assert (
+        "Canvas's columns, kept for canvas_import.csv: 01_attention (7001), "
+        "06_stretch (extra credit) (7006)\n"
+    ) in said
+    header = next(csv.reader((course / "reports" / "canvas_import.csv").open()))
+    assert header[5:] == [
+        "01_attention (7001)",
+        "02_causal_mask",
+        "03_positions",
+        "04_training",
+        "05_heads",
+        "06_stretch (extra credit) (7006)",
+    ]
+    cli(course, "export")  # kept for the exports after it
+    assert next(csv.reader((course / "reports" / "canvas_import.csv").open())) == header
+    export.write_text("Student,ID,SIS User ID,SIS Login ID,Section,Quiz 1 (8000)\n")
+    done = subprocess.run(
+        [*CLI, str(course), "export", "--canvas-export", str(export)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 1 and len(done.stderr.strip().splitlines()) == 1
+    assert "no column of Canvas's export is one of our notebooks" in done.stderr

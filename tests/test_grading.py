@@ -106,8 +106,9 @@ def test_delegation_fails_and_copies_and_torch_writes_are_flagged(graded, course
     assert [f for f in by["delegate"].flags if not f.startswith("copy: ")] == []
     assert any("matches the package's" in flag for flag in by["copycat"].flags)
     assert any("writes an attribute of torch" in flag for flag in by["allclose"].flags)
-    # perfect hands in the course's solution: seen as a copy of it, and still full marks
-    solution = "copy: ex1_attention matches the course's solution"
+    # perfect hands in the course's solution: seen as a copy of it (Exercise 0's: Exercise 1's
+    # solution is its hint's lines, which an honest student writes too), and still full marks
+    solution = "copy: ex0_read_the_model matches the course's solution"
     assert any(f.startswith(solution) for f in by["perfect"].flags)
     assert all(f.startswith("copy: ") for f in by["perfect"].flags)
 
@@ -146,10 +147,10 @@ def test_export_and_feedback(graded, course):
     assert by["partial", "01_attention"] == ("1", "graded")
     subprocess.run([*run, "feedback"], check=True, cwd=ROOT, capture_output=True)
     html = (course / "feedback/deleted/01_attention/01_attention.html").read_text()
-    assert "exercise_1_hidden" not in html  # the hidden test's code
+    assert "attention_hidden" not in html  # the hidden test's code
     assert "not divided by sqrt(d_k)" in html  # the diagnosis
     source = (course / "source/01_attention/01_attention.ipynb").read_text()
-    assert "exercise_1_hidden" in source  # so the assertion above could fail
+    assert "attention_hidden" in source  # so the assertion above could fail
 
 
 def test_a_changed_check_regrades(graded, course, tmp_path, monkeypatch):

@@ -2,9 +2,10 @@
 with the notebook on stdin, without the sandbox: one tiny hand-made notebook whose cells are
 independent cases, executed once. Every cell runs (an error, a timeout and a skip tag stop
 none), the output is cut at its caps per cell and per notebook with a note, a warning on stderr
-stays a stream, the kernel sees only the passed environment under the memory cap, and a dead
-kernel fails the checks below it. What the sandbox keeps from the kernel and what these become
-in scores is test_sandbox.py's and test_grading.py's."""
+stays a stream, the kernel sees only the passed environment under the memory cap, a dead
+kernel fails the checks below it, and a job out of the sandbox notes no process cap. What the
+sandbox keeps from the kernel (its process cap too) and what these become in scores is
+test_sandbox.py's and test_grading.py's."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from nbformat.v4 import new_code_cell, new_notebook, new_output
 from paths import ROOT
 
 from grader.engine.job import CELL_OUTPUT_CAP, NOTEBOOK_OUTPUT_CAP, TIMEOUT_ERROR
+from grader.engine.sandbox import PROCESSES_ENV
 
 pytestmark = pytest.mark.heavy(order=14)
 # The sleeping cell pays it; every other cell needs far less, even on a busy machine.
@@ -83,6 +85,9 @@ def job(tmp_path_factory) -> tuple[dict, dict[str, nbformat.NotebookNode], str]:
     )
     cache = tmp_path_factory.mktemp("cache")
     env = {**os.environ, SECRET: "the gradebook's path", "TRANSFORMER_LAB_CACHE": str(cache)}
+    # The instructor's setting, which only the sandbox enforces: out of it this machine's tasks,
+    # more than 32, show in /proc, and a job that watched them would claim a cap it never had.
+    env[PROCESSES_ENV] = "32"
     command = [sys.executable, "-m", "grader.engine.job", f"--cell-timeout={CELL_TIMEOUT}"]
     done = subprocess.run(
         [*command, f"--memory-gb={MEMORY_GB}"],
@@ -174,3 +179,9 @@ def test_a_dead_kernel_fails_the_checks_below_it_and_says_where_it_died(job):
     assert errors(cells["check_below"]) == [f"NotRun: the kernel died in cell {died_in}, above"]
     assert printed(cells["check_below"]) == ""  # the student's own pass is gone
     assert cells["plain_below"].outputs == []
+
+
+def test_a_job_out_of_the_sandbox_notes_no_process_cap(job):
+    result, cells, _ = job
+    assert result["process_cap"] is None
+    assert not [c for c in cells.values() if "process cap:" in printed(c)]

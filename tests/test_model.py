@@ -65,6 +65,44 @@ def test_pluggable_attention_and_embedding_give_the_same_logits():
     torch.testing.assert_close(fused, explicit, atol=1e-5, rtol=1e-5)
 
 
+def student_mask(T):
+    """A student's causal_mask(T): square, built on the CPU."""
+    return torch.arange(T)[None, :] <= torch.arange(T)[:, None]
+
+
+def test_a_plugged_mask_is_called_in_every_layer_and_gives_the_same_logits():
+    torch.manual_seed(1)
+    model = MiniGPT(SMALL).eval()
+    idx = torch.randint(0, 65, (3, 16))
+    calls = []
+
+    def counted(T):
+        calls.append(T)
+        return student_mask(T)
+
+    with torch.no_grad():
+        fused = model(idx)
+        explicit = model.use_mask(counted)(idx)
+        model.use_mask(lambda T: student_mask(T).T)  # the upper triangle: reads the future
+        upper = model(idx)
+    assert calls == [16] * SMALL.n_layers  # the fused kernel would never call it
+    torch.testing.assert_close(fused, explicit, atol=1e-5, rtol=1e-5)
+    assert not torch.allclose(fused[:, :-1], upper[:, :-1], atol=1e-3)
+
+
+def test_decoding_with_a_cache_takes_the_package_s_mask_past_the_first_call():
+    """The student's mask is square (T, T); queries decoded after a cache's first call sit at
+    offset + t, where the package's mask covers them."""
+    torch.manual_seed(2)
+    model = MiniGPT(SMALL, mask=student_mask, embed=embed_with_positions).eval()
+    idx = torch.randint(0, 65, (1, 10))
+    with torch.no_grad():
+        full = model(idx)
+        cache = model.new_cache()
+        stepwise = torch.cat([model(idx[:, t : t + 1], cache=cache) for t in range(10)], dim=1)
+    torch.testing.assert_close(full, stepwise, atol=1e-5, rtol=1e-5)
+
+
 def test_attention_weights_per_head():
     model = MiniGPT(SMALL).eval()
     with torch.no_grad():

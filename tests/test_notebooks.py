@@ -74,6 +74,12 @@ def test_student_notebook_stops_at_each_checkpoint(name, tmp_path):
             errors = [o for o in cell.outputs if o.output_type == "error"]
             assert errors, f"{cell.metadata.nbgrader.grade_id} passed with nothing done"
             assert errors[0].ename == "NotDoneYet" and "not done yet" in errors[0].evalue
+    if name != "01_attention":  # the later ones say whose pieces their model runs on
+        printed = "".join(o.get("text", "") for c in nb.cells for o in c.get("outputs", []))
+        for piece, notebook in (("attention", "01"), ("mask", "02"), ("embedding", "03")):
+            line = f"{piece}: the course's: no notebook {notebook} of yours was found beside"
+            assert (line in printed) == (notebook < name[:2]), (name, piece)
+    assert not (tmp_path / "my_transformer.py").exists()  # nothing passed, nothing kept
 
 
 @pytest.mark.parametrize("name", NAMES)

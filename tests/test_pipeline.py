@@ -1,11 +1,14 @@
 """The baselines pipeline end to end in smoke mode into a temporary file; a failure changes
-nothing."""
+nothing; what a maintainer sees while it runs (each notebook's lines and the training bars, no
+false alarm from the kernels)."""
 
 import json
 import math
 import os
+import re
 import shutil
 import signal
+import threading
 from pathlib import Path
 
 import jsonschema
@@ -15,6 +18,7 @@ from conftest import checkpoints_without_a_tick
 from paths import ROOT
 
 from maintainer import notebook_build, pipeline
+from maintainer.kernels import PipelineKernelManager, Relay
 from maintainer.pipeline import (
     BASELINES,
     BudgetExceeded,
@@ -58,9 +62,26 @@ def test_seeds_are_summarised():
     assert set(rows["gpt"]["seeds"]) == {"0", "1"}
 
 
-def test_smoke_run_end_to_end(tmp_path):
+# What no run of the pipeline may print: ipykernel's warning about a TCP kernel, and the error
+# an idle kernel logs when jupyter_client interrupts it on the way to shutting it down.
+FALSE_ALARMS = ("without encryption", "KeyboardInterrupt caught in kernel")
+
+
+def test_smoke_run_end_to_end(tmp_path, capfd):
     out = tmp_path / "baselines.json"
     run = run_pipeline("smoke", [0, 1], "cpu", out, workdir=tmp_path / "work")
+    shown = capfd.readouterr()
+    for alarm in FALSE_ALARMS:
+        assert alarm not in shown.out + shown.err
+    # each model's training bar, as it goes: step, time left, loss; then its seed's result
+    for model in ("gpt", "lstm"):
+        bars = re.findall(
+            rf"^\[smoke/cpu 04_training\] {model}: .*\| (\d+)/30 \[.*<.*loss=", shown.out, re.M
+        )
+        assert bars, shown.out[-3000:]
+        for seed in (0, 1):
+            assert f"[smoke/cpu 04_training] {model}, seed {seed}: trained in" in shown.out
+    assert "[smoke/cpu 01_attention] ✅ Exercise 1" in shown.out
     written = json.loads(out.read_text())
     validate(written)
     assert out.stat().st_mode & 0o777 == 0o644  # readable by all, as a checkout's files are
@@ -266,3 +287,74 @@ def test_ctrl_c_between_the_renames_still_leaves_a_matching_pair(tmp_path, monke
     assert sha256(data / model["file"]) == model["sha256"]
     assert (data / model["file"]).read_bytes().startswith(b"weights the old JSON")
     assert not list(data.glob("*.tmp"))
+
+
+def test_a_printed_line_passes_and_a_bar_shows_every_so_often():
+    lines, now = [], [0.0]
+    relay = Relay("[quick/cpu 04_training]", lines.append, every=20, clock=lambda: now[0])
+    relay.write("torch 2 on cpu\n")
+    for step in range(1, 100):  # a redraw a second for 99 seconds
+        now[0] = float(step)
+        relay.write(f"\rgpt:  {step}%|  | {step}/100 [00:{step:02d}<01:00, loss=2.{step:02d}]")
+    relay.write("\r" + " " * 40 + "\r")  # tqdm clearing its bar (leave=False)
+    relay.write("gpt, seed 0: trained in 99 s\n")
+    assert lines[0] == "[quick/cpu 04_training] torch 2 on cpu"
+    steps = [line.split("|")[2].split()[0] for line in lines if "%|" in line]
+    assert steps == ["1/100", "21/100", "41/100", "61/100", "81/100", "99/100"]  # 99: its end
+    assert lines[-1] == "[quick/cpu 04_training] gpt, seed 0: trained in 99 s"
+    assert len(lines) == 8
+
+
+def test_a_silent_notebook_says_it_is_still_running():
+    lines = []
+    with Relay("[full/cpu 04_training]", lines.append, quiet=0.2):
+        threading.Event().wait(1.0)
+    assert lines and all(
+        re.fullmatch(r"\[full/cpu 04_training\] still running, \d s so far", x) for x in lines
+    )
+
+
+def _run_a_tiny_notebook(tmp_path, **kernel) -> list[str]:
+    """A notebook that trains nothing but draws tqdm.auto's bar, as train_lm does."""
+    import papermill
+
+    source = nbformat.v4.new_notebook()
+    code = (
+        "import time\nfrom tqdm.auto import tqdm\n"
+        "with tqdm(total=4, desc='gpt', leave=False) as bar:\n"
+        "    for step in range(4):\n"
+        "        time.sleep(0.05)\n"
+        "        bar.set_postfix(loss=f'{3 - step:.3f}')\n"
+        "        bar.update(1)\n"
+        "print('trained')"
+    )
+    source.cells = [nbformat.v4.new_code_cell(code)]
+    nbformat.write(source, tmp_path / "tiny.ipynb")
+    lines = []
+    with Relay("[tiny]", lines.append, every=0) as shown:
+        papermill.execute_notebook(
+            tmp_path / "tiny.ipynb",
+            tmp_path / "ran.ipynb",
+            kernel_name="python3",
+            progress_bar=False,
+            stdout_file=shown,
+            stderr_file=shown,
+            **kernel,
+        )
+    return lines
+
+
+def test_the_pipeline_s_kernels_show_their_bars_and_raise_no_false_alarm(tmp_path, capfd):
+    lines = _run_a_tiny_notebook(tmp_path, kernel_manager_class=PipelineKernelManager)
+    said = capfd.readouterr()
+    assert [alarm for alarm in FALSE_ALARMS if alarm in said.out + said.err] == []
+    assert any(re.match(r"\[tiny\] gpt: .*\| 4/4 .*loss=0.000", line) for line in lines), lines
+    assert lines[-1] == "[tiny] trained"
+    assert not list(tmp_path.glob("*ipc*"))  # the sockets live in Jupyter's runtime folder
+
+
+def test_a_default_kernel_would_draw_a_widget_and_warn(tmp_path, capfd):
+    """What the checks above tell apart: papermill's own kernel, over TCP, with tqdm's widget."""
+    lines = _run_a_tiny_notebook(tmp_path)
+    assert "without encryption" in capfd.readouterr().err
+    assert lines == ["[tiny] trained"]  # the widget's redraws never reach a stream

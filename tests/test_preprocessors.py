@@ -20,7 +20,7 @@ WARNING = "UserWarning: deprecated style\n  warnings.warn('deprecated style')\n"
 HIDDEN_SOURCE = (
     "check.exercise_1(attention)\n"
     "### BEGIN HIDDEN TESTS\n"
-    "check.exercise_1_hidden(attention)\n"
+    "hidden.exercise_1(attention)\n"
     "### END HIDDEN TESTS\n"
 )
 FAILURE = new_output(
@@ -28,7 +28,7 @@ FAILURE = new_output(
     ename="CheckFailed",
     evalue="\x1b[31mnot divided by sqrt(d_k)\x1b[0m",
     traceback=[
-        "\x1b[31m----> 3\x1b[0m check.exercise_1_hidden(attention)",
+        "\x1b[31m----> 3\x1b[0m hidden.exercise_1(attention)",
         "\x1b[31mCheckFailed\x1b[0m: \x1b[31mnot divided by sqrt(d_k)\x1b[0m",
     ],
 )

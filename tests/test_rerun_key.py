@@ -70,6 +70,10 @@ EDITS = {
         lambda root: _append(root / "checkpoints" / "attention.py"),
         {"01_attention"},
     ),
+    "the hidden cases of notebook 02 (checkpoints/causal_mask_hidden.py)": (
+        lambda root: _append(root / "checkpoints" / "causal_mask_hidden.py"),
+        {"02_causal_mask"},
+    ),
     "a check three notebooks import (checkpoints/leak.py)": (
         lambda root: _append(root / "checkpoints" / "leak.py"),
         {"03_positions", "04_training", "06_stretch"},
@@ -130,13 +134,20 @@ def test_an_edited_release_regrades_its_notebook(released, tmp_path):
 
 def test_each_notebook_keys_on_its_own_checks_and_the_shared_ones(released):
     shared = {"__init__.py", "_core.py", "_watch.py", "codes.py", "results.py"}
+    # yours.py (02-06) finds the student's earlier pieces; grading never runs their checks.
     own = {
-        "01_attention": {"attention.py"},
-        "02_causal_mask": {"causal_mask.py"},
-        "03_positions": {"positions.py", "leak.py", "_devices.py"},
-        "04_training": {"training.py", "leak.py"},
-        "05_heads": {"heads.py", "_devices.py"},
-        "06_stretch": {"stretch.py", "leak.py"},
+        "01_attention": {"attention.py", "attention_hidden.py"},
+        "02_causal_mask": {"causal_mask.py", "causal_mask_hidden.py", "yours.py"},
+        "03_positions": {
+            "positions.py",
+            "positions_hidden.py",
+            "leak.py",
+            "_devices.py",
+            "yours.py",
+        },
+        "04_training": {"training.py", "training_hidden.py", "leak.py", "yours.py"},
+        "05_heads": {"heads.py", "heads_hidden.py", "_devices.py", "yours.py"},
+        "06_stretch": {"stretch.py", "stretch_hidden.py", "leak.py", "yours.py"},
     }
     for name in NOTEBOOKS:
         code = rerun_key._code(release_notebook(released, name))

@@ -3,6 +3,7 @@ why not), on a course released into a temporary folder."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -14,7 +15,7 @@ from paths import ROOT
 
 from grader.__main__ import main
 from grader.course import GradingError, db_url
-from grader.term import collect
+from grader.term import collect, collected, gradesheet
 from grader.term.roster import ROSTER_FILE, import_roster, read_csv
 
 pytestmark = pytest.mark.heavy(order=16)
@@ -125,6 +126,32 @@ def test_a_canvas_gradebook_export_is_a_roster(course, tmp_path):
     assert kept[1] == "S001,John,Smith,,12345,S001,smithj,Lab A"
 
 
+def test_a_canvas_export_with_a_manually_posted_assignment_is_a_roster(course, tmp_path, capsys):
+    """lib/gradebook_exporter.rb of canvas-lms: where any assignment's grades are posted by hand,
+    a row before "Points Possible" has no Student and no ID, "Manual Posting" under it."""
+    lines = CANVAS_EXPORT.splitlines(keepends=True)
+    lines.insert(1, ",,,,,Manual Posting,\n")
+    roster(course, tmp_path, "".join(lines))
+    assert capsys.readouterr().out.startswith("2 students on the roster (2 new)")
+    with Gradebook(db_url(course)) as gb:
+        assert sorted(s.id for s in gb.students) == ["S001", "S002"]
+
+
+def test_a_canvas_export_after_our_import_keeps_canvas_assignment_ids(course, tmp_path):
+    """Once canvas_import.csv went into Canvas, its export heads our columns "01_attention
+    (7001)": the roster keeps those ids, so the next import updates the same assignments."""
+    header, *rest = CANVAS_EXPORT.splitlines(keepends=True)
+    header = header.replace("Lab 1 (901)", "01_attention (7001)")
+    roster(course, tmp_path, "".join([header, *rest]))
+    kept = json.loads((course / gradesheet.CANVAS_IDS).read_text())
+    assert kept == {"01_attention": "01_attention (7001)"}
+
+
+def test_a_canvas_export_before_our_import_keeps_no_ids(course, tmp_path):
+    roster(course, tmp_path, CANVAS_EXPORT)  # "Lab 1 (901)" is not one of our notebooks
+    assert not (course / gradesheet.CANVAS_IDS).exists()
+
+
 def test_the_course_settings_choose_the_id_column(course, tmp_path):
     (course / "course.toml").write_text('[roster]\nid = "SIS Login ID"\n')
     path = tmp_path / "canvas.csv"
@@ -180,7 +207,8 @@ def test_lms_names_go_to_the_students_on_the_roster(course, tmp_path, capsys):
             assert (item.student, item.assignment) == expected, name
             submitted = course / "submitted" / expected[0] / expected[1]
             assert (submitted / f"{expected[1]}.ipynb").is_file()
-            assert (submitted / "timestamp.txt").is_file()
+            # No source here records a hand-in time (a folder, Canvas's and Moodle's names).
+            assert not (submitted / "timestamp.txt").exists()
     # Nobody off the roster got a folder, and the gradebook has no one new.
     on_roster = {line.split(",")[0] for line in ROSTER.split()[1:]}
     assert {p.name for p in (course / "submitted").iterdir()} <= on_roster
@@ -190,6 +218,9 @@ def test_lms_names_go_to_the_students_on_the_roster(course, tmp_path, capsys):
     assert "'mallory_01_attention' does not start with an id on the roster" in text
     assert "Canvas name 'nobodyhere', user id 99999 is not on the roster" in text
     assert "Moodle name 'Eve Intruder' is not on the roster" in text
+    # John Smith's file carries Canvas's LATE: kept, for the instructor and for Canvas's policy.
+    assert collected.lms_late(course, "smithj", "01_attention") is True
+    assert collected.lms_late(course, "mweber", "01_attention") is False
     # jdoe05 handed in 06 only: missing from 01; Jane's twin jdoe0 is not confused with her.
     assert "- 01_attention (1): jdoe05" in text
     assert "- 06_stretch (7): " in text

@@ -103,6 +103,23 @@ def test_cache_and_recompute_sample_the_same_text(tiny_model):
     assert cached == recomputed
 
 
+def test_a_model_on_the_student_s_pieces_samples_the_same_text_with_a_cache(tiny_model):
+    """Notebook 06 samples the trained model on the student's pieces: their mask and input step
+    serve the first call, the package's the tokens decoded after it."""
+    from transformer_lab import student
+
+    def causal_mask(T):
+        return torch.ones(T, T, dtype=torch.bool).tril()
+
+    pieces = student.course_pieces("").using("mask", causal_mask, "notebook 02")
+    pieces = pieces.using("embedding", student.embed_with_positions, "notebook 03")
+    model = pieces.plug(MiniGPT(tiny_model.config).eval())
+    model.load_state_dict(tiny_model.state_dict())
+    cached = generate(model, [5], 40, seed=3, use_cache=True)
+    assert cached == generate(model, [5], 40, seed=3, use_cache=False)
+    assert cached == generate(tiny_model, [5], 40, seed=3)  # the same weights, the same text
+
+
 def test_generation_stops_at_eos(tiny_model):
     out = generate(tiny_model, [1], 200, seed=0, eos_id=4, temperature=5.0)
     assert out.stop_reason == "eos" and out.ids[-1] == 4 and 4 not in out.ids[:-1]

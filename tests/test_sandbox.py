@@ -1,11 +1,13 @@
 """Hostile notebooks through the real flow (release, collect, autograde, export): each attack is
-tried for real, and what it could reach is checked from outside the sandbox afterwards."""
+tried for real, and what it could reach is checked from outside the sandbox afterwards. A flood
+of processes, and one of threads in a job of its own, meet the job's process cap."""
 
 from __future__ import annotations
 
 import csv
 import hashlib
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -16,10 +18,12 @@ from pathlib import Path
 import nbformat
 import pytest
 from conftest import checkout_copy
+from nbformat.v4 import new_code_cell, new_notebook
 from paths import ROOT
 
-from grader.course import db_url
-from grader.engine import sandbox
+from grader.course import GradingError, db_url
+from grader.engine import sandbox, supervisor
+from grader.engine.autograde import job_command
 from grader.engine.job import CELL_OUTPUT_CAP, NOTEBOOK_OUTPUT_CAP
 from grader.term import collect
 from grader.term.scores import autograde
@@ -127,6 +131,42 @@ for _ in range(50):
     print("x" * 1_000_000)  # 50 MB in all
 """
 DIE = "\nimport os\n\nos._exit(0)\n"
+# Bounded in count and time, and it cleans up, so that a cap that failed costs the test machine
+# nothing lasting. Like a fork bomb it keeps trying for as long as it may.
+FLOOD = """
+import subprocess
+import time
+
+procs, refused = [], 0
+deadline = time.monotonic() + 3
+while len(procs) < 1500 and time.monotonic() < deadline:
+    try:
+        procs.append(subprocess.Popen(["sleep", "60"]))
+    except OSError:
+        refused += 1
+        time.sleep(0.01)
+for p in procs:
+    p.kill()
+    p.wait()
+print(f"started {len(procs)} of 1500; refused {refused} times")
+"""
+THREADS = """import threading
+import time
+
+stop, threads, refused = threading.Event(), [], 0
+deadline = time.monotonic() + 3
+while len(threads) < 1500 and time.monotonic() < deadline:
+    try:
+        threads.append(threading.Thread(target=stop.wait, daemon=True))
+        threads[-1].start()
+    except RuntimeError:  # can't start new thread
+        threads.pop()
+        refused += 1
+        time.sleep(0.01)
+stop.set()
+print(f"started {len(threads)} of 1500; refused {refused} times")
+"""
+PROCESS_CAP_NOTE = "process cap: this job reached the grader's cap of {} processes and threads"
 TAMPER = "check.exercise_1 = lambda *args, **kwargs: None\n"
 
 
@@ -218,6 +258,7 @@ def attacked(tmp_path_factory, server):
             "huge": _append(perfect(course, "01_attention"), "ex1_attention", HUGE),
             "dies": _append(perfect(course, "01_attention"), "ex1_attention", DIE),
             "tamper": _append(with_attention(course, WRONG_ATTENTION), "ex1_attention", TAMPER),
+            "flood": _append(perfect(course, "01_attention"), "ex1_attention", FLOOD),
         }
         downloads = tmp_path_factory.mktemp("attacks")
         for student, nb in attacks.items():
@@ -295,7 +336,7 @@ def test_tampering_is_flagged_with_the_line_and_scores_as_it_ran(attacked):
     assert any(TAMPER.strip() in flag for flag in outcomes["tamper"].flags)
     assert any("import checkpoints._core" in flag for flag in outcomes["rewriter"].flags)
     # code that touches nothing is not flagged for it (huge's Exercise 0 is the course's
-    # solution: a copy, which grader/term/copies.py flags on its own)
+    # solution: a copy, which grader/term/copies/ flags on its own)
     assert [f for f in outcomes["huge"].flags if not f.startswith("copy: ")] == []
     assert "⚑ 01_attention" in (course / "reports" / "autograde.md").read_text()
 
@@ -305,3 +346,88 @@ def test_the_report_names_the_sandbox_and_export_has_every_attacker(attacked):
     assert "Sandbox: bubblewrap" in (course / "reports" / "autograde.md").read_text()
     rows = list(csv.DictReader((course / "reports" / "grades.csv").open()))
     assert set(outcomes) <= {r["student_id"] for r in rows}
+
+
+# Root in a container whose cgroups are read-only has no way to cap processes (the report says
+# so, as the last test checks); CI, an ordinary user, must.
+NO_CAP = sandbox.process_caps(sandbox.PROCESSES)
+needs_a_process_cap = pytest.mark.skipif(
+    NO_CAP.startswith("NO") and not os.environ.get("CI"), reason=NO_CAP
+)
+
+
+def _flood_figures(printed: str) -> tuple[int, int]:
+    started, refused = re.search(r"started (\d+) of 1500; refused (\d+) times", printed).groups()
+    return int(started), int(refused)
+
+
+@needs_a_process_cap
+def test_a_process_flood_stops_at_the_cap_and_keeps_its_points(attacked):
+    course, outcomes, _, _ = attacked
+    cap, printed = sandbox.max_processes(), _printed(course, "flood")
+    started, refused = _flood_figures(printed)
+    assert started < cap and refused > 0  # uncapped: what 3 s allow (1,323 here), refused 0
+    assert started > cap // 2  # the job itself takes about 20 of them
+    assert PROCESS_CAP_NOTE.format(cap) in printed
+    assert (outcomes["flood"].score, outcomes["flood"].max_score) == (4, 4)
+    assert "process cap" not in _printed(course, "ada") + _printed(course, "intruder")
+    hit = f"the job hit its process cap ({cap} processes and threads) in cell"
+    assert outcomes["flood"].reason.startswith(hit)
+    assert "process cap" not in outcomes["intruder"].reason
+    report = (course / "reports" / "autograde.md").read_text()
+    assert f"at most {cap} processes and threads (" in report  # its Sandbox: line
+    assert hit in report
+
+
+@pytest.fixture(scope="module")
+def thread_flood(tmp_path_factory):
+    """One job, capped by the instructor's setting, whose first cell starts threads until it is
+    refused; a check below it."""
+    cells = [
+        new_code_cell(THREADS),
+        new_code_cell(
+            "print('checked')",
+            metadata={"nbgrader": {"grade": True, "grade_id": "below", "points": 1}},
+        ),
+    ]
+    nb = new_notebook(
+        cells=cells, metadata={"kernelspec": {"name": "python3", "display_name": "Python 3"}}
+    )
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(sandbox.PROCESSES_ENV, "48")
+        corpus = Path(os.environ["TRANSFORMER_LAB_DATA"]).resolve()
+        command = sandbox.command(job_command(20, 3), tmp_path_factory.mktemp("course"), corpus)
+    env = {**os.environ, "PYTHONPATH": str(sandbox.ROOT)}  # the checkout the sandbox mounts
+    result = supervisor.run_job(nbformat.writes(nb), command, 120, env)
+    assert "error" not in result, result["error"]
+    return result, nbformat.reads(result["notebook"], 4)
+
+
+@needs_a_process_cap
+def test_a_thread_flood_stops_at_the_cap_the_instructor_set_and_says_where(thread_flood):
+    result, executed = thread_flood
+    printed = "".join(o.get("text", "") for o in executed.cells[0].outputs)
+    started, refused = _flood_figures(printed)
+    assert started < 48 and refused > 0
+    assert PROCESS_CAP_NOTE.format(48) in printed
+    assert result["process_cap"] == (
+        "the job hit its process cap (48 processes and threads) in cell 0"
+    )
+    assert [o.get("text") for o in executed.cells[1].outputs] == ["checked\n"]
+
+
+def test_the_process_cap_setting_refuses_what_is_not_a_count(monkeypatch):
+    for value in ("lots", "8"):
+        monkeypatch.setenv(sandbox.PROCESSES_ENV, value)
+        with pytest.raises(GradingError, match=f"{sandbox.PROCESSES_ENV}='{value}': give a whole"):
+            sandbox.max_processes()
+
+
+def test_without_a_way_to_cap_processes_the_report_says_so_and_how_to_get_one(monkeypatch):
+    monkeypatch.setattr(sandbox, "pids_cgroups", lambda: None)
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
+    assert sandbox.process_caps(128) == (
+        "NO process cap (root is exempt from RLIMIT_NPROC and no pids cgroup can be made here: "
+        "grade as an ordinary user on Linux 5.14 or later, or give the grading container a pids "
+        "limit, e.g. `docker run --pids-limit`)"
+    )

@@ -13,7 +13,7 @@ import pytest
 import torch
 from IPython.core.error import StdinNotImplementedError
 
-from transformer_lab import MiniGPT, load_trained_gpt, save_gpt, save_to_drive
+from transformer_lab import MiniGPT, load_trained_gpt, save_gpt, save_to_drive, saving
 from transformer_lab.baselines import ENV
 from transformer_lab.model import GPTConfig
 from transformer_lab.saving import DRIVE_ENV, TRAINED_GPT, drive_gpt, sha256
@@ -24,6 +24,17 @@ TINY = GPTConfig(d_model=16, n_heads=2, n_layers=1, T_max=16)
 def _model(seed: int) -> MiniGPT:
     torch.manual_seed(seed)
     return MiniGPT(TINY)
+
+
+@pytest.fixture(autouse=True)
+def a_fresh_kernel(monkeypatch):
+    """Each test starts as a notebook of its own: the student has answered nothing yet."""
+    monkeypatch.setattr(saving, "_answers", {})
+
+
+def _next_notebook(monkeypatch):
+    """Another notebook (a kernel of its own), which asks again."""
+    monkeypatch.setattr(saving, "_answers", {})
 
 
 @pytest.fixture
@@ -145,12 +156,16 @@ def test_the_drive_is_mounted_only_with_the_student_s_yes(runtime, colab, monkey
     *_, run, origin = load_trained_gpt("quick", "cpu")
     assert run == "quick/cpu" and "you answered no" in origin and not colab.mounts
     assert len(asked) == 1 and "Google Drive" in asked[0]
+    *_, run, origin = load_trained_gpt("quick", "cpu")  # the same notebook: asked once
+    assert run == "quick/cpu" and len(asked) == 1
 
     # papermill, nbgrader and the pipeline's runs on Colab: the kernel refuses input
+    _next_notebook(monkeypatch)
     _answers(monkeypatch, StdinNotImplementedError)
     *_, run, origin = load_trained_gpt("quick", "cpu")
     assert run == "quick/cpu" and "nobody was there" in origin and not colab.mounts
 
+    _next_notebook(monkeypatch)
     _answers(monkeypatch, "y")
     _, info, run, _ = load_trained_gpt("quick", "cpu")
     assert info["seed"] == 7 and run is None and colab.mounts
@@ -185,12 +200,16 @@ def test_04_copies_the_model_to_the_drive_only_when_the_student_agrees(runtime, 
     assert "Not saved to your Google Drive" in said and not colab.mounts
     assert not colab.model.exists() and len(asked) == 1
 
+    _next_notebook(monkeypatch)
     asked = _answers(monkeypatch, "yes")
     said = save_to_drive(saved)
     assert colab.model.read_bytes() == saved.read_bytes() and colab.mounts
     assert "MyDrive/transformer-lab/mini_gpt.pt" in said and len(asked) == 1
     assert drive_gpt() == colab.mountpoint / "MyDrive" / "transformer-lab" / "mini_gpt.pt"
+    save_to_drive(saved)  # the same notebook: its one question was answered
+    assert len(asked) == 1
 
+    _next_notebook(monkeypatch)
     asked = _answers(monkeypatch, "n")  # mounted now, but writing to it still asks first
     colab.model.unlink()
     save_to_drive(saved)

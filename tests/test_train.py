@@ -175,3 +175,71 @@ def test_cuda_device_classes_follow_the_compute_capability(monkeypatch):
         monkeypatch.setattr(torch.cuda, "get_device_capability", lambda d=None, c=capability: c)
         assert precision_for("cuda").needs_scaler == (expected == "cuda-fp16")
         assert device_class("cuda") == expected
+
+
+class _Recorder(torch.nn.Module):
+    """A bigram model that records the windows each training step feeds it."""
+
+    def __init__(self):
+        super().__init__()
+        self.logits = torch.nn.Embedding(65, 65)
+        self.fed: list[torch.Tensor] = []
+
+    def forward(self, x):
+        if self.training:
+            self.fed.append(x.clone())
+        return self.logits(x)
+
+
+def test_a_seed_feeds_the_windows_it_fed_when_each_step_drew_its_own(corpus):
+    """The run's starts are drawn before its first step now; the batches are those of one draw
+    of B starts a step from the CPU generator seeded with the run's seed, as before."""
+    budget, T = Budget("tiny", batch_size=4, steps=6, eval_every=3, eval_batches=2), 32
+    model = _Recorder()
+    train_lm(model, corpus, budget, lr=1e-2, seed=7, T=T, progress=False)
+    generator = torch.Generator().manual_seed(7)
+    before = []
+    for _ in range(budget.steps):
+        starts = torch.randint(len(corpus.train) - T, (budget.batch_size,), generator=generator)
+        before.append(corpus.train[starts[:, None] + torch.arange(T)])
+    assert len(model.fed) == budget.steps
+    assert all(torch.equal(fed, old) for fed, old in zip(model.fed, before, strict=True))
+    other_seed = _Recorder()
+    train_lm(other_seed, corpus, budget, lr=1e-2, seed=8, T=T, progress=False)
+    assert not torch.equal(other_seed.fed[0], model.fed[0])
+
+
+def _spied(calls: list):
+    def einsum_attention(Q, K, V, allowed):
+        """A student's Exercise 1 written with einsum."""
+        calls.append(tuple(Q.shape))
+        scores = torch.einsum("...qd,...kd->...qk", Q, K) / Q.shape[-1] ** 0.5
+        A = torch.softmax(scores.masked_fill(~allowed, float("-inf")), dim=-1)
+        return torch.einsum("...qk,...kd->...qd", A, V), A
+
+    return einsum_attention
+
+
+@pytest.mark.parametrize("compile", [False, True])
+def test_every_step_calls_the_plugged_in_attention(corpus, monkeypatch, capsys, compile):
+    """The student's attention is what each layer of each training step (and each validation
+    batch) calls, even when compiling was asked for: a compiled model would trace it once and
+    run its graph, here a stand-in that swaps it for PyTorch's fused kernel."""
+
+    def fused_instead(model):
+        swapped = MiniGPT(model.config)
+        swapped.load_state_dict(model.state_dict())
+        return swapped.use_attention(None)
+
+    monkeypatch.setattr(torch, "compile", fused_instead)
+    calls: list = []
+    config = GPTConfig(d_model=24, n_heads=2, n_layers=3, T_max=16)
+    model = MiniGPT(config, attention=_spied(calls))
+    budget = Budget("tiny", batch_size=2, steps=5, eval_every=5, eval_batches=2)
+    history = train_lm(model, corpus, budget, lr=1e-3, T=16, progress=False, compile=compile)
+    assert len(calls) == config.n_layers * (budget.steps + budget.eval_batches)
+    assert set(calls) == {(2, 2, 16, 12)}  # (B, n_heads, T, d_k), the heads as a batch dimension
+    assert not history.compiled
+    printed = capsys.readouterr().out
+    message = "torch.compile not used: the model runs a plugged-in attention"
+    assert (message in printed) == compile

@@ -1,5 +1,6 @@
 """A whole graded term on a fabricated class, through the commands an instructor types: roster,
-release, LMS-named downloads with a late copy, a resubmission and a corrupt file, autograde in
+release, Canvas's zip built as Canvas builds it (every entry the moment the zip was built, ten
+days after the due date) with a LATE-marked copy, a resubmission and a corrupt file, autograde in
 the sandbox, the corrupt file's fix emailed and collected with the time it was due, the zip
 collected again (which changes nothing), a hand grade, a rerun that leaves it done, export for
 the LMS, feedback bundles, and the term's log of every step."""
@@ -11,6 +12,7 @@ import json
 import subprocess
 import sys
 import zipfile
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -19,7 +21,7 @@ from paths import ROOT
 
 from grader.course import db_url
 from grader.engine import sandbox
-from maintainer.fabricated_class import perfect, release, untouched
+from maintainer.fabricated_class import canvas_name, canvas_zip, perfect, release, untouched
 
 pytestmark = pytest.mark.heavy(order=4)
 if sandbox.why_no_sandbox():
@@ -41,11 +43,7 @@ penalty = "percent_per_day"
 percent_per_day = 25
 """
 CORRUPT = b'{"cells": [{"cell_type": "code", "source": "'  # a download cut short
-EARLIER, ON_TIME, A_DAY_LATE = (
-    (2027, 1, 15, 18, 0, 0),
-    (2027, 1, 15, 20, 0, 0),
-    (2027, 1, 16, 12, 0, 0),
-)
+BUILT = datetime(2027, 1, 25, 9, 0)  # when Canvas built its zip: after both due dates
 
 
 def grader(course: Path, *args: str) -> str:
@@ -76,21 +74,23 @@ def term(tmp_path_factory):
     (home / "students.csv").write_text(ROSTER)
     grader(course, "roster", str(home / "students.csv"))
 
-    # Canvas's bulk download: user name, user id, submission id, the file's own name; a
-    # resubmission gets "-1". Bob's copy is a day late.
-    canvas = home / "canvas.zip"
-    with zipfile.ZipFile(canvas, "w") as archive:
-        entries = [
-            ("archeralice_111_9001_01_attention.ipynb", EARLIER, untouched(course, "01_attention")),
-            ("archeralice_111_9002_01_attention-1.ipynb", ON_TIME, perfect(course, "01_attention")),
-            ("stonebob_LATE_9003_01_attention.ipynb", A_DAY_LATE, perfect(course, "01_attention")),
-            ("archeralice_111_9004_04_training.ipynb", ON_TIME, perfect(course, "04_training")),
-            ("mallory_99_9005_01_attention.ipynb", ON_TIME, perfect(course, "01_attention")),
-        ]
-        for name, when, nb in entries:
-            archive.writestr(zipfile.ZipInfo(name, date_time=when), json.dumps(nb))
-        # Carol's Canvas login is her last and first name; her file was cut short.
-        archive.writestr(zipfile.ZipInfo("reedcarol_333_9006_01_attention.ipynb", ON_TIME), CORRUPT)
+    # Canvas's bulk download: sortable name, LATE where Canvas deems it late, user id, the
+    # attachment's id (one per upload) and name; a second upload of a name gets "-1". Alice's
+    # later upload comes first in the zip, Canvas's query having no order.
+    files = [
+        ("Archer, Alice", 111, 9002, "01_attention-1", perfect, False),
+        ("Archer, Alice", 111, 9001, "01_attention", untouched, False),
+        ("Stone, Bob", 222, 9003, "01_attention", perfect, True),
+        ("Archer, Alice", 111, 9004, "04_training", perfect, False),
+        ("Mallory, Eve", 99, 9005, "01_attention", perfect, False),
+    ]
+    entries = [
+        (canvas_name(who, user, at, f"{file}.ipynb", late), json.dumps(nb(course, file[:12])))
+        for who, user, at, file, nb, late in files
+    ]
+    # Carol's Canvas login is her last and first name; her file was cut short.
+    entries.append((canvas_name("Reed, Carol", 333, 9006, "01_attention.ipynb"), CORRUPT))
+    canvas = canvas_zip(home / "canvas.zip", entries, BUILT)
     said = {"collect": grader(course, "collect", str(canvas))}
     said["autograde"] = grader(course, "autograde", "--workers", "2")
     said["quarantined"] = outcome(course, "carol", "01_attention")
@@ -123,24 +123,37 @@ def test_collect_files_the_roster_and_reports_the_rest(term):
         ("bob", "01_attention"),
         ("carol", "01_attention"),
     ]
-    assert not (course / "submitted" / "mallory").exists()
+    assert not (course / "submitted" / "malloryeve").exists()
     first = said["collect"].splitlines()
-    assert first[0] == "collect canvas.zip: 6 files: counts 4, refused 1, skipped 1"
-    assert first[1] == (
-        "refused: archeralice_111_9001_01_attention.ipynb (alice / 01_attention): "
-        "'archeralice_111_9002_01_attention-1.ipynb' is a newer copy of the same notebook; "
-        "renamed from 'archeralice_111_9001_01_attention.ipynb'"
+    assert (
+        first[0]
+        == "collect canvas.zip: 6 files: counts 3, cannot be graded 1, refused 1, skipped 1"
     )
-    assert first[2].startswith("skipped: mallory_99_9005_01_attention.ipynb: Canvas name")
+    assert first[1] == (
+        "hand-in times: Canvas's files: none recorded 5 (Canvas's zip stamps none; lateness is "
+        "Canvas's, 1 marked LATE; give --times for Canvas's own times)"
+    )
+    assert first[2].startswith(
+        "cannot be graded: reedcarol_333_9006_01_attention.ipynb (carol / 01_attention): "
+        "not valid notebook JSON"
+    )
+    assert first[3] == (
+        "refused: archeralice_111_9001_01_attention.ipynb (alice / 01_attention): "
+        "'archeralice_111_9002_01_attention-1.ipynb' is a newer copy of the same notebook"
+    )
+    assert first[4].startswith("skipped: malloryeve_99_9005_01_attention.ipynb: Canvas name")
     report = (course / "reports" / "collect.md").read_text()
-    assert "| mallory_99_9005_01_attention.ipynb | – | 01_attention |" in report
+    assert "| malloryeve_99_9005_01_attention.ipynb | – | 01_attention |" in report
 
 
 def test_an_emailed_fix_survives_the_zip_collected_again(term):
     course, said = term
     assert said["quarantined"]["status"] == "quarantined"
     assert "not valid notebook JSON" in said["quarantined"]["reason"]
-    assert said["fix"].splitlines()[0] == "collect attachment.ipynb: 1 file: counts 1"
+    assert said["fix"].splitlines()[:2] == [
+        "collect attachment.ipynb: 1 file: counts 1",
+        "hand-in times: given 1",
+    ]
     assert said["again"].splitlines()[0] == (
         "collect canvas.zip: 6 files, nothing changed: unchanged 5, skipped 1"
     )
@@ -194,10 +207,14 @@ def test_a_hand_grade_survives_a_rerun_and_the_sheet_has_every_student(term):
         "4",
     )
     assert (alice["04_training_status"], alice["04_training_score"]) == ("graded", "3")
-    assert (bob["01_attention_status"], bob["01_attention_score"]) == ("late", "3")  # 25 % of 4
+    # Bob's LATE is Canvas's to price: no penalty here, none taken twice.
+    assert (bob["01_attention_status"], bob["01_attention_score"]) == ("graded", "4")
     assert (carol["01_attention_status"], carol["01_attention_score"]) == ("graded", "4")  # fixed
     canvas = (course / "reports" / "canvas_import.csv").read_text().splitlines()
     assert canvas[0].startswith("Student,ID,SIS User ID") and "Points Possible" in canvas[1]
+    assert "no late penalty taken" in canvas[1]
+    table = (course / "reports" / "term_log.md").read_text()
+    assert "| bob | 01_attention | at a time not recorded (Canvas: LATE) |" in table
 
 
 def test_feedback_comes_back_one_bundle_per_notebook(term):
@@ -210,5 +227,5 @@ def test_feedback_comes_back_one_bundle_per_notebook(term):
         assert sorted(z.namelist()) == [
             "archeralice_111_9002_01_attention-1.html",
             "carol_01_attention.html",
-            "stonebob_LATE_9003_01_attention.html",
+            "stonebob_LATE_222_9003_01_attention.html",
         ]

@@ -233,6 +233,12 @@ MISTAKES = {
         )
         for expected, gap in MISCOUNTS.items()
     },
+    "Ex0: the lab's count, typed in from the lecture": Mistake(
+        EX0,
+        f"return {COUNT}, {SHAPE}",
+        "ex0.count_not_from_sizes",
+        ("right at the lab's sizes", "not from a number you read"),
+    ),
     "Ex0: a count off by no known mistake": Mistake(
         EX0, f"return {COUNT + 1}, {SHAPE}", "ex0.wrong_count", "You are 1 over."
     ),

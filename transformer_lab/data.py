@@ -170,20 +170,44 @@ def load_corpus(device: torch.device | str = "cpu") -> Corpus:
     return Corpus(text, vocab, ids)
 
 
-def sample_batch(
-    split: torch.Tensor, batch_size: int, T: int, generator: torch.Generator | None = None
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Random windows (x, y) of length T from one split, on the split's own device.
+def draw_starts(
+    split: torch.Tensor,
+    batch_size: int,
+    T: int,
+    batches: int = 1,
+    generator: torch.Generator | None = None,
+) -> torch.Tensor:
+    """The starts of `batches` batches of windows of length T from one split: (batches, B), on
+    the split's own device.
 
-    The starts are drawn on the generator's device (the CPU's default generator when None), so
-    a CPU generator with a given seed picks the same windows wherever the split lives: CUDA's
-    generator draws other numbers than the CPU's for the same seed.
-    y is x shifted by one character: y[b, t] is the character after x[b, t].
+    They are drawn on the generator's device (the CPU's default generator when None), so a CPU
+    generator with a given seed picks the same windows wherever the split lives: CUDA's
+    generator draws other numbers than the CPU's for the same seed. A run's starts are drawn in
+    one call and moved in one copy; they are the numbers `batches` draws of one batch would give.
     """
     if len(split) <= T:
         raise ValueError(f"a split of {len(split)} characters has no window of T={T}")
     drawn_on = generator.device if generator is not None else torch.device("cpu")
-    starts = torch.randint(len(split) - T, (batch_size,), device=drawn_on, generator=generator)
-    starts = starts.to(split.device)  # (B,)
+    starts = torch.randint(
+        len(split) - T, (batches, batch_size), device=drawn_on, generator=generator
+    )
+    return starts.to(split.device)  # (batches, B)
+
+
+def windows_at(
+    split: torch.Tensor, starts: torch.Tensor, T: int
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The windows (x, y) of length T at `starts` (B,), both on the split's device.
+
+    y is x shifted by one character: y[b, t] is the character after x[b, t].
+    """
     windows = split[starts[:, None] + torch.arange(T + 1, device=split.device)]  # (B, T+1)
     return windows[:, :-1], windows[:, 1:]
+
+
+def sample_batch(
+    split: torch.Tensor, batch_size: int, T: int, generator: torch.Generator | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Random windows (x, y) of length T from one split, on the split's own device: one batch
+    of `draw_starts`, the same windows for the same generator on every device."""
+    return windows_at(split, draw_starts(split, batch_size, T, 1, generator)[0], T)

@@ -1,8 +1,9 @@
 """The mini-GPT of the lab (Equations 7, 8, 10-12, 14), in dependency order.
 
 Names follow the lecture: d_model, n_heads, d_k = d_model / n_heads, T_max, W_Q, W_K, W_V, proj
-(W_proj, b_proj), W_1, W_2, W_o. The attention function is pluggable: the notebooks run this
-model on the student's own `scaled_dot_product_attention` and `embed_with_positions`.
+(W_proj, b_proj), W_1, W_2, W_o. The attention function, the causal mask and the input step are
+pluggable: the notebooks run this model on the student's own `scaled_dot_product_attention`,
+`causal_mask` and `embed_with_positions` (transformer_lab/student.py finds them).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import torch.nn.functional as F
 from .attention import causal_mask, scaled_dot_product_attention
 
 AttentionFn = Callable[..., tuple[torch.Tensor, torch.Tensor | None]]
+MaskFn = Callable[[int], torch.Tensor]  # causal_mask(T) -> bool (T, T), True where t may read i
 
 
 @dataclass(frozen=True)
@@ -77,7 +79,9 @@ def embed_with_positions(
 class MultiHeadAttention(nn.Module):
     """Causal multi-head self-attention (Equation 7): n_heads lookups of width d_k, then W_proj."""
 
-    def __init__(self, config: GPTConfig, attention: AttentionFn | None = None):
+    def __init__(
+        self, config: GPTConfig, attention: AttentionFn | None = None, mask: MaskFn | None = None
+    ):
         super().__init__()
         if config.d_model % config.n_heads:
             raise ValueError(
@@ -91,6 +95,8 @@ class MultiHeadAttention(nn.Module):
         self.drop = nn.Dropout(config.dropout)
         # None: PyTorch's fused kernel while training, our reference when weights are wanted.
         self.attention = attention
+        self.mask = mask  # None: the package's causal_mask
+        self._mask_copy: tuple = (None, None)  # (the student's mask, its copy on the device)
 
     def forward(
         self, H: torch.Tensor, *, cache: LayerCache | None = None, need_weights: bool = False
@@ -110,8 +116,9 @@ class MultiHeadAttention(nn.Module):
         # the T x T weights. Decoding past a cache's first call: the same kernel with our mask,
         # because its is_causal aligns the mask to the top-left corner (query t reads keys <= t)
         # while these queries sit at offset + t. A plugged-in attention (the student's) or a
-        # request for the weights: the explicit form, the only one that returns A.
-        if self.attention is None and not need_weights:
+        # request for the weights: the explicit form, the only one that returns A. A plugged-in
+        # mask takes the explicit form too: the fused kernel would never call it.
+        if self.attention is None and self.mask is None and not need_weights:
             if offset == 0:
                 V_bar = F.scaled_dot_product_attention(Q, K, V, is_causal=True)
             else:
@@ -120,10 +127,26 @@ class MultiHeadAttention(nn.Module):
             A = None
         else:
             attention = self.attention or scaled_dot_product_attention
-            allowed = causal_mask(T, K.shape[-2], offset, device=H.device)
+            allowed = self._allowed(T, offset, H.device)
             V_bar, A = attention(Q, K, V, allowed)  # (B, n_heads, T, d_k), (B, n_heads, T, T_k)
         V_bar = V_bar.transpose(1, 2).reshape(B, T, d_model)  # concatenate the heads
         return self.drop(self.proj(V_bar)), A
+
+    def _allowed(self, T: int, offset: int, device) -> torch.Tensor:
+        """Bool (T, offset + T). The student's causal_mask(T) is square: queries decoded after a
+        cache's first call sit at offset + t, so the package's mask covers those."""
+        if self.mask is None or offset:
+            return causal_mask(T, offset + T, offset, device=device)
+        allowed = self.mask(T)  # called at every step: it is the student's mask that runs
+        if allowed.device == torch.device(device):
+            return allowed
+        # Built on the CPU (torch.arange(T) without device=): copy it to the device once, not at
+        # every step, where a pageable copy would wait for the queued work. The copy is reused
+        # only while the mask it was made from is equal to the one just built.
+        made, copy = self._mask_copy
+        if made is None or made.shape != allowed.shape or not torch.equal(made, allowed):
+            self._mask_copy = made, copy = allowed, allowed.to(device)
+        return copy
 
 
 class FeedForward(nn.Module):
@@ -142,10 +165,12 @@ class FeedForward(nn.Module):
 class Block(nn.Module):
     """Pre-norm block (Equation 12): H' = H + MHA(LN(H)); H_out = H' + FFN(LN(H'))."""
 
-    def __init__(self, config: GPTConfig, attention: AttentionFn | None = None):
+    def __init__(
+        self, config: GPTConfig, attention: AttentionFn | None = None, mask: MaskFn | None = None
+    ):
         super().__init__()
         self.ln1 = nn.LayerNorm(config.d_model)
-        self.attn = MultiHeadAttention(config, attention)
+        self.attn = MultiHeadAttention(config, attention, mask)
         self.ln2 = nn.LayerNorm(config.d_model)
         self.ffn = FeedForward(config)
 
@@ -166,6 +191,7 @@ class MiniGPT(nn.Module):
         config: GPTConfig = GPTConfig(),
         *,
         attention: AttentionFn | None = None,
+        mask: MaskFn | None = None,
         embed: Callable[..., torch.Tensor] | None = None,
     ):
         super().__init__()
@@ -173,7 +199,7 @@ class MiniGPT(nn.Module):
         self.tok_emb = nn.Embedding(config.vocab_size, config.d_model)
         self.pos_emb = nn.Embedding(config.T_max, config.d_model)
         self.drop = nn.Dropout(config.dropout)
-        self.blocks = nn.ModuleList(Block(config, attention) for _ in range(config.n_layers))
+        self.blocks = nn.ModuleList(Block(config, attention, mask) for _ in range(config.n_layers))
         self.ln_f = nn.LayerNorm(config.d_model)
         self.W_o = nn.Linear(config.d_model, config.vocab_size)  # untied from tok_emb
         self.embed = embed
@@ -196,6 +222,12 @@ class MiniGPT(nn.Module):
         """Run every layer on `attention(Q, K, V, allowed) -> (V_bar, A)`; None restores ours."""
         for block in self.blocks:
             block.attn.attention = attention
+        return self
+
+    def use_mask(self, mask: MaskFn | None) -> MiniGPT:
+        """Build every layer's mask with `mask(T) -> bool (T, T)`; None restores ours."""
+        for block in self.blocks:
+            block.attn.mask = mask
         return self
 
     def new_cache(self) -> list[LayerCache]:

@@ -2,7 +2,9 @@
 
 Notebook 04 saves the mini-GPT it trained beside itself (`mini_gpt.pt`) and, on Colab, offers to
 copy it into the student's Google Drive. On Colab every notebook gets a machine of its own, so the
-Drive is the one place where 05 and 06 can find that model again. They look for the student's own
+Drive is the one place where 05 and 06 can find that model again (and where the student's code of
+01-03 travels, transformer_lab/student.py). A notebook asks once, at its first use of the Drive;
+`USE_DRIVE` answers in advance. They look for the student's own
 model there first, then beside the notebook (a local Jupyter, where every notebook shares the
 folder), and only then take the model the course recorded beside data/baselines.json. Whichever it
 is, they are told which run it came from, so that what they show beside it belongs to that run.
@@ -73,6 +75,14 @@ def _colab_drive():
     return drive
 
 
+# One question a notebook, for every use of the Drive in it (the student's code and the model).
+QUESTION = (
+    f"Use your Google Drive ({DRIVE_FOLDER}) to keep your code and your trained model between "
+    "notebooks? On Colab each notebook runs on a machine of its own."
+)
+_answers: dict[str, bool | None] = {}  # this kernel's answer, once given
+
+
 def _agrees(question: str) -> bool | None:
     """The student's answer: True for yes, False for no, None where nobody can answer. There
     (papermill, nbgrader, the pipeline's runs on Colab) the kernel refuses input, and nothing is
@@ -84,11 +94,19 @@ def _agrees(question: str) -> bool | None:
     return answer.strip().lower() in ("y", "yes")
 
 
-def _drive_folder(use_drive: bool | None, question: str, ask_if_mounted: bool):
+def _asked_once() -> bool | None:
+    """The student's answer to QUESTION, asked at the first use of the Drive in this kernel."""
+    if "drive" not in _answers:
+        _answers["drive"] = _agrees(QUESTION)
+    return _answers["drive"]
+
+
+def drive_folder(use_drive: bool | None, writing: bool):
     """(the course's folder in the mounted Drive, None) or (None, why there is none).
 
-    use_drive: True mounts without asking, False never uses the Drive, None asks first (and a
-    Drive the student mounted already is used without asking when `ask_if_mounted` is false).
+    use_drive: True mounts without asking, False never uses the Drive, None asks once a
+    notebook. A Drive the student mounted already is read without asking, and written to only
+    once they said yes.
     """
     drive = _colab_drive()
     if drive is None:
@@ -96,8 +114,8 @@ def _drive_folder(use_drive: bool | None, question: str, ask_if_mounted: bool):
     if use_drive is False:
         return None, "USE_DRIVE is False"
     mounted = (drive_mount() / DRIVE_FOLDER.parts[0]).is_dir()
-    if use_drive is None and (ask_if_mounted or not mounted):
-        answer = _agrees(question)
+    if use_drive is None and (writing or not mounted):
+        answer = _asked_once()
         if answer is None:
             return None, "nobody was there to allow it (USE_DRIVE = True allows it in advance)"
         if not answer:
@@ -111,14 +129,10 @@ def _drive_folder(use_drive: bool | None, question: str, ask_if_mounted: bool):
 
 
 def save_to_drive(path: str | Path = TRAINED_GPT, use_drive: bool | None = None) -> str:
-    """On Colab, copy the saved model `path` into the student's Drive, asking first unless
-    `use_drive` is True; a sentence that says what happened and what 05 and 06 will use."""
-    folder, why_not = _drive_folder(
-        use_drive,
-        f"Save a copy of {Path(path).name} to your Google Drive ({DRIVE_FOLDER}), so that "
-        "notebooks 05 and 06 can use your model?",
-        ask_if_mounted=True,
-    )
+    """On Colab, copy the saved model `path` into the student's Drive, as the student allowed
+    (asked once a notebook) or `use_drive` says; a sentence that says what happened and what 05
+    and 06 will use."""
+    folder, why_not = drive_folder(use_drive, writing=True)
     if folder is None:
         if why_not == OFF_COLAB:
             return f"Notebooks 05 and 06 will find {Path(path).name} beside them, in this folder."
@@ -148,11 +162,7 @@ class TrainedGPT(NamedTuple):
 
 def _own_model(use_drive: bool | None) -> tuple[Path | None, str, str]:
     """(path, where it was found, '') of the student's own model, or (None, '', why none)."""
-    folder, why_not = _drive_folder(
-        use_drive,
-        f"Look in your Google Drive ({DRIVE_FOLDER}) for the model you trained in notebook 04?",
-        ask_if_mounted=False,
-    )
+    folder, why_not = drive_folder(use_drive, writing=False)
     missing = []
     if folder is not None:
         if (folder / TRAINED_GPT.name).is_file():
@@ -175,10 +185,10 @@ def load_trained_gpt(mode: str, device="cpu", use_drive: bool | None = None) -> 
     path, where, why_not_own = _own_model(use_drive)
     if path is not None:
         model, info = load_gpt(path, device)
-        budget = info.get("budget")
-        return TrainedGPT(
-            model, info, None, f"the mini-GPT you trained in notebook 04 ({budget} budget), {where}"
-        )
+        origin = f"the mini-GPT you trained in notebook 04 ({info.get('budget')} budget), {where}"
+        if info.get("pieces"):
+            origin += f"; it was built from {info['pieces']}"
+        return TrainedGPT(model, info, None, origin)
     baselines = load_baselines()
 
     def has_model(run):

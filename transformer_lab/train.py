@@ -1,8 +1,10 @@
 """train_lm: one training loop for the mini-GPT and the LSTM, and a learning-rate sweep.
 
 The step never waits for the GPU: the loss is summed on the device and read only every
-`log_every` steps, batches are sampled where the corpus lives, and the learning rate is a
-Python float set before each step.
+`log_every` steps, a run's batch starts are drawn before its first step and moved to the device
+in one copy (each step gathers its windows there), and the learning rate is a Python float set
+before each step. The step calls the model as it was given: a plugged-in attention, mask or
+embedding (the student's) is what every step runs, never swapped for a faster kernel.
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 from tqdm.auto import tqdm
 
-from .data import Corpus, sample_batch
+from .data import Corpus, draw_starts, windows_at
+from .model import MiniGPT, MultiHeadAttention
 from .runtime import Budget, Precision, precision_for
 
 T_DEFAULT = 128
@@ -27,6 +30,7 @@ DEFAULT_LR = {"gpt": 4e-3, "lstm": 3.2e-2}
 # Lab 3's own LSTM run, recorded beside the retrained LSTM: Adam at a constant rate, batch 64,
 # 2,000 steps, the forget-gate bias set to 1.
 LAB3_RECIPE = {"lr": 2e-3, "batch_size": 64, "steps": 2000, "forget_gate_bias": 1.0}
+VAL_SEED = 1234  # the validation windows: the same at every estimate of every run
 
 
 @dataclass
@@ -66,28 +70,26 @@ def _loss(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return F.cross_entropy(logits.flatten(0, 1).float(), y.flatten())
 
 
+def validation_starts(split: torch.Tensor, batch_size: int, T: int, batches: int) -> torch.Tensor:
+    """The starts (batches, B) of the windows every validation estimate scores, on the split's
+    device. A CPU generator: every device scores the same windows (CUDA's draws other numbers)."""
+    return draw_starts(split, batch_size, T, batches, torch.Generator().manual_seed(VAL_SEED))
+
+
 @torch.no_grad()
 def estimate_loss(
-    model: nn.Module,
-    split: torch.Tensor,
-    batch_size: int,
-    T: int,
-    batches: int,
-    precision: Precision,
-    seed: int = 1234,
+    model: nn.Module, split: torch.Tensor, starts: torch.Tensor, T: int, precision: Precision
 ) -> float:
-    """Mean loss over `batches` random windows of a split, the same windows at every call."""
+    """Mean loss over the windows of `split` at `starts` (batches, B), read once at the end."""
     was_training = model.training
     model.eval()
-    # A CPU generator: every device scores the same windows (CUDA's draws other numbers).
-    generator = torch.Generator().manual_seed(seed)
     total = torch.zeros((), device=split.device)
-    for _ in range(batches):
-        x, y = sample_batch(split, batch_size, T, generator)
+    for batch_starts in starts:
+        x, y = windows_at(split, batch_starts, T)
         with precision.autocast():
             total += _loss(model, x, y)
     model.train(was_training)
-    return total.item() / batches
+    return total.item() / len(starts)
 
 
 def _optimizer(model: nn.Module, kind: str, lr: float, weight_decay: float, device) -> torch.optim:
@@ -116,8 +118,29 @@ def _compile_failed(err: BaseException) -> None:
     print(f"torch.compile failed ({type(err).__name__}: {reason[:160]}); training eagerly")
 
 
+def plugged_in(model: nn.Module) -> list[str]:
+    """The pieces of `model` that run a plugged-in function (the student's): "attention",
+    "mask", "embedding"."""
+    pieces = set()
+    for module in model.modules():
+        if isinstance(module, MultiHeadAttention):
+            pieces |= {name for name in ("attention", "mask") if getattr(module, name) is not None}
+        if isinstance(module, MiniGPT) and module.embed is not None:
+            pieces.add("embedding")
+    return [name for name in ("attention", "mask", "embedding") if name in pieces]
+
+
 def _try_compile(model: nn.Module):
-    """torch.compile(model), or model itself (with a printed reason) where that raises."""
+    """torch.compile(model), or model itself (with a printed reason) where that raises or where
+    the model runs plugged-in functions: compiled steps trace such a function once and then run
+    the graph, so the function the student wrote would not be what each step calls."""
+    pieces = plugged_in(model)
+    if pieces:
+        print(
+            f"torch.compile not used: the model runs a plugged-in {', '.join(pieces)}, which "
+            "every step must call itself; training eagerly"
+        )
+        return model
     try:
         return torch.compile(model)
     except Exception as err:
@@ -159,8 +182,11 @@ def train_lm(
 
     schedule: "cosine" (linear warm-up, cosine decay; the GPT's loop) or "constant".
     compile: run the training steps through torch.compile(model); where compiling fails (no
-    compiler, an unsupported platform), print a one-line reason and train eagerly. Validation
-    always runs eagerly. `history.compiled` says which ran.
+    compiler, an unsupported platform) or the model runs a plugged-in attention, mask or
+    embedding (`plugged_in`), print a one-line reason and train eagerly. Validation always runs
+    eagerly. `history.compiled` says which ran.
+    The batches: `budget.steps` batches of windows whose starts a CPU generator seeded with
+    `seed` draws, the same on every device, all drawn before the first step.
     Returns the history: training loss every `log_every` steps, validation loss every
     `budget.eval_every` steps and at the end, and the wall time.
     """
@@ -170,7 +196,11 @@ def train_lm(
     precision = precision or precision_for(device)
     log_every = log_every or max(1, min(50, budget.steps // 20))
     torch.manual_seed(seed)  # dropout
-    generator = torch.Generator().manual_seed(seed)  # batches: the same on every device
+    # The run's batch starts and validation windows, drawn on a CPU generator (the same on every
+    # device) and moved once: a copy per step would wait for the GPU's queued work.
+    generator = torch.Generator().manual_seed(seed)
+    starts = draw_starts(corpus.train, budget.batch_size, T, budget.steps, generator)
+    val_starts = validation_starts(corpus.val, budget.batch_size, T, budget.eval_batches)
     model.to(device).train()
     opt = _optimizer(model, optimizer, lr, weight_decay, device)
     scaler = torch.amp.GradScaler(device.type, enabled=precision.needs_scaler)
@@ -184,13 +214,14 @@ def train_lm(
         start = time.perf_counter()
         for step in range(budget.steps):
             _set_lr(opt, lr_of_step(step))
-            x, y = sample_batch(corpus.train, budget.batch_size, T, generator)
+            x, y = windows_at(corpus.train, starts[step], T)
             running += stepper.take(x, y, grad_clip, first=step == 0).detach()
             done = step + 1
             if done % log_every == 0 or done == budget.steps:
                 _log_training_loss(history, running, done, time.perf_counter() - start, bar)
             if done % budget.eval_every == 0 or done == budget.steps:
-                _log_validation_loss(history, model, corpus.val, budget, precision, done)
+                loss = estimate_loss(model, corpus.val, val_starts, T, precision)
+                history.val_loss.append((done, loss))
         history.wall_time_s = time.perf_counter() - start
     history.compiled = stepper.compiled
     history.loss_scale = scaler.get_scale() if scaler.is_enabled() else None
@@ -254,11 +285,6 @@ class _TrainingStep:
             self.opt.zero_grad(set_to_none=True)
             self.step_module = self.model
             return self.forward_backward(self.model, x, y)
-
-
-def _log_validation_loss(history, model, val: torch.Tensor, budget, precision, done: int):
-    loss = estimate_loss(model, val, budget.batch_size, history.T, budget.eval_batches, precision)
-    history.val_loss.append((done, loss))
 
 
 def _update(model: nn.Module, opt, scaler, grad_clip: float | None) -> None:

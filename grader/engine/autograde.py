@@ -383,7 +383,8 @@ def _finish(course: Path, result: dict, key: str, outcome: Outcome) -> Outcome:
     graded = save_scores(executed, course, outcome.student, outcome.assignment)
     graded.repairs, graded.seconds = outcome.repairs, result["seconds"]
     graded.flags = outcome.flags
-    graded.reason = kernel_death_note(executed, result.get("died_in"))
+    notes = [kernel_death_note(executed, result.get("died_in")), result.get("process_cap")]
+    graded.reason = "; ".join(note for note in notes if note)
     job_file(course, outcome.student, outcome.assignment).write_text(
         json.dumps({"key": key, "seconds": result["seconds"], "reason": graded.reason})
     )

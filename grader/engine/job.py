@@ -7,6 +7,8 @@ inside a JSON object with the wall time. The job touches no gradebook and no cou
 any engine that can run a command with a file on stdin (a process pool here; Slurm, HTCondor or
 a Kubernetes Job elsewhere) can run it. The kernel starts in an empty scratch folder with a
 minimal environment: no path to the course, the gradebook or the job's input is given to it.
+In the sandbox, which caps its processes and threads (sandbox.py), it watches their number and
+says in which cell it reached the cap.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import os
 import resource
 import sys
 import tempfile
+import threading
 import time
 import uuid
 
@@ -25,6 +28,7 @@ from nbclient import NotebookClient
 from nbclient.exceptions import DeadKernelError
 
 from ..course import MEMORY_GB
+from .sandbox import CAP_ENV
 
 # What the kernel may see of the grader's environment: enough to run Python and find the data.
 PASSED_ENV = (
@@ -49,6 +53,7 @@ TIMEOUT_ERROR = {
 # Characters of output kept per cell and per notebook; a plot takes some tens of thousands.
 CELL_OUTPUT_CAP = 500_000
 NOTEBOOK_OUTPUT_CAP = 5_000_000
+TASKS_POLL_S = 0.05  # a flood holds the cap for as long as it tries; this sees it
 
 
 def kernel_environment() -> dict[str, str]:
@@ -136,6 +141,50 @@ class GradingClient(NotebookClient):
         return None
 
 
+def tasks() -> int:
+    """The processes and threads this process can see: in the sandbox's PID namespace, the
+    job's own."""
+    count = 0
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                count += len(os.listdir(f"/proc/{entry.name}/task"))
+            except OSError:  # ended while counted
+                pass
+    return count
+
+
+class CapWatch(threading.Thread):
+    """Notes the cell running when the job's tasks first reach `cap`: the kernel refuses the
+    next one, and the student's code gets a BlockingIOError it may well catch."""
+
+    def __init__(self, cap: int, client: GradingClient):
+        super().__init__(daemon=True)
+        self.cap, self.client, self.done = cap, client, threading.Event()
+        self.peak, self.reached_in = 0, None
+
+    def run(self):
+        while not self.done.wait(TASKS_POLL_S):
+            self.peak = max(self.peak, tasks())
+            if self.peak >= self.cap and self.reached_in is None:
+                self.reached_in = self.client.running
+
+
+def mark_process_cap(nb: nbformat.NotebookNode, index: int, cap: int) -> str:
+    """Say in cell `index` that the job reached its process cap there; the report's line."""
+    text = (
+        f"\n[process cap: this job reached the grader's cap of {cap} processes and threads "
+        "while this cell ran; what it started past the cap failed to start]\n"
+    )
+    cell = nb.cells[index]
+    cell.setdefault("outputs", []).append(
+        nbformat.v4.new_output("stream", name="stdout", text=text)
+    )
+    grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
+    where = f"cell {index}" + (f" ({grade_id})" if grade_id else "")
+    return f"the job hit its process cap ({cap} processes and threads) in {where}"
+
+
 def mark_dead_kernel(nb: nbformat.NotebookNode, index: int) -> None:
     """The kernel died in cell `index`: say so there, and fail every check below it, which
     would otherwise pass by having no error."""
@@ -148,9 +197,10 @@ def mark_dead_kernel(nb: nbformat.NotebookNode, index: int) -> None:
 
 
 def execute(
-    nb: nbformat.NotebookNode, cell_timeout: int
-) -> tuple[nbformat.NotebookNode, int | None]:
-    """The executed notebook, as far as it got, and the cell the kernel died in (or None)."""
+    nb: nbformat.NotebookNode, cell_timeout: int, processes: int | None = None
+) -> tuple[nbformat.NotebookNode, int | None, str | None]:
+    """The executed notebook, as far as it got, the cell the kernel died in (or None), and
+    where it reached its cap of `processes` (or None)."""
     with tempfile.TemporaryDirectory(prefix="tl-grade-") as scratch:
         executor = GradingClient(
             nb,
@@ -164,25 +214,38 @@ def execute(
             kernel_name="python3",
             resources={"metadata": {"path": scratch}},
         )
+        watch = CapWatch(processes, executor) if processes else None
+        if watch:
+            watch.start()
+        died_in = None
         try:
             executor.execute()  # fills `nb` in place
         except DeadKernelError:
-            mark_dead_kernel(nb, executor.running)
-            return nb, executor.running
-    return nb, None
+            died_in = executor.running
+            mark_dead_kernel(nb, died_in)
+        finally:
+            if watch:
+                watch.done.set()
+                watch.join()
+    capped = None
+    if watch and watch.reached_in is not None:
+        capped = mark_process_cap(nb, watch.reached_in, processes)
+    return nb, died_in, capped
 
 
 def run(raw: str, cell_timeout: int, memory_gb: float) -> dict:
     start = time.perf_counter()
+    processes = int(os.environ.get(CAP_ENV, 0)) or None  # only the sandbox, which caps, says
     env = kernel_environment()
     os.environ.clear()
     os.environ.update(env)
     limit_memory(memory_gb)
-    nb, died_in = execute(nbformat.reads(raw, as_version=4), cell_timeout)
+    nb, died_in, capped = execute(nbformat.reads(raw, as_version=4), cell_timeout, processes)
     return {
         "notebook": nbformat.writes(nb),
         "seconds": round(time.perf_counter() - start, 2),
         "died_in": died_in,
+        "process_cap": capped,
     }
 
 

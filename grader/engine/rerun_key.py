@@ -5,8 +5,9 @@ autograde grades a submission again when one of these changed, and only then.
                          nbgrader configuration)
     the package          transformer_lab/, which every notebook and every check imports
     the notebook's checks  the checkpoints modules its release imports, and theirs in turn
-                         (_core.py, _watch.py, _devices.py, __init__.py): a check edited
-                         regrades its notebook, not the others
+                         (_core.py, _watch.py, _devices.py, __init__.py), each with its hidden
+                         cases (NAME_hidden.py): a check edited regrades its notebook, not the
+                         others
     the release          the notebook as released (locked cells, hidden tests, points)
     the data it reads    for a notebook that loads the course's recorded mini-GPT, the runs of
                          data/baselines.json that choose it (their provenance) and the model
@@ -79,6 +80,9 @@ def checks_read(code: list[ast.Module], root: Path) -> list[Path]:
         found.add(name)
         tree = ast.parse((folder / f"{name}.py").read_text(encoding="utf-8"))
         todo += [n for n in _checkpoints_imported(tree, folder, name) if n not in found]
+    # A check's hidden cases sit beside it (attention_hidden.py): the release holds no hidden
+    # test to import them, yet autograde runs them.
+    found |= {f"{n}_hidden" for n in found if (folder / f"{n}_hidden.py").is_file()}
     return sorted(folder / f"{name}.py" for name in found)
 
 

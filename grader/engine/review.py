@@ -7,7 +7,7 @@ trace hook or an IPython input transformer, or patch builtins, and a check may t
 code has no place in a lab exercise, so the report quotes it for the instructor to read. A flag
 never changes a score: a false alarm costs a look, not a grade. Copies (of the course's
 solutions, the package's references or a classmate) are a matter for the whole class at once:
-grader/term/copies.py.
+grader/term/copies/.
 
 Only the student's cells are read: the exercise cells and any cell the student added, as they
 ran (after the locked cells and hidden tests were restored), not the release's own cells.

@@ -7,7 +7,11 @@ writable place is a private /tmp (a tmpfs of its own size), which is also HOME. 
 the course folder (gradebook, source/, submitted/, autograded/, reports/), the instructor's home
 and the submissions, is simply not there. The job has no network but a loopback of its own, its
 own PID namespace (its last process dies with it), no capabilities, no way to make a user
-namespace of its own, and it dies with the grader (`--die-with-parent`).
+namespace of its own, and it dies with the grader (`--die-with-parent`). Its processes and
+threads are capped (PROCESSES, or TRANSFORMER_LAB_MAX_PROCESSES): by a pids cgroup of its own
+where the grader may make one (root, mostly), and by RLIMIT_NPROC, which Linux (5.14 on) counts
+per user namespace, so that in the job's own namespace it counts the job's tasks only. Root is
+exempt from RLIMIT_NPROC, hence the cgroup.
 
 The list of what is allowed is the whole policy: nothing is mounted and then hidden, except the
 course folder when it lies inside the checkout (grader/course, the default).
@@ -16,12 +20,15 @@ course folder when it lies inside the checkout (grader/course, the default).
 from __future__ import annotations
 
 import functools
+import os
+import platform
+import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-from ..course import ROOT
+from ..course import ROOT, GradingError
 
 SCRATCH = "/tmp"  # inside the sandbox: the job's scratch folder, its HOME and its temp files
 SCRATCH_MB = 1024
@@ -51,6 +58,103 @@ INSTALL = (
     "sandbox, pass --no-sandbox (`make autograde NO_SANDBOX=1`); the report then says so."
 )
 NO_SANDBOX = "none (--no-sandbox): notebooks ran with the grader's own rights"
+# A job's processes and threads, bubblewrap's init inside included. A solved course notebook
+# takes 22 (the job with nbclient's threads, the kernel with ipykernel's and torch's: the pids
+# cgroup's peak, each of the six, on 2 cores); the rest is the student's to use.
+PROCESSES = 128
+PROCESSES_ENV = "TRANSFORMER_LAB_MAX_PROCESSES"
+CAP_ENV = "TRANSFORMER_LAB_JOB_PROCESS_CAP"  # the job's cap, told it by the sandbox only
+# Where the pids cgroups of jobs go, one per job, in a hierarchy with the pids controller.
+CGROUP_ROOTS = (Path("/sys/fs/cgroup"), Path("/sys/fs/cgroup/pids"))  # v2, then v1
+CGROUP_PARENT = "transformer-lab-jobs"
+# Inside the sandbox: cap this process and all it starts, then become the job.
+SET_NPROC = (
+    "import os, resource, sys; n = int(sys.argv[1]); "
+    "resource.setrlimit(resource.RLIMIT_NPROC, (n, n)); os.execvp(sys.argv[2], sys.argv[2:])"
+)
+# Outside: the job's own cgroup, named by this shell's pid (bubblewrap's, after exec). Empty
+# cgroups of jobs that ended go first; one whose pid lives may be about to be joined.
+JOIN_CGROUP = """for old in "$1"/job-*; do
+    [ -e "/proc/${old##*-}" ] || rmdir "$old" 2>/dev/null
+done
+cg="$1/job-$$"
+if ! { mkdir "$cg" && echo "$2" > "$cg/pids.max" && echo $$ > "$cg/cgroup.procs"; }; then
+    echo "grading job: cannot make its pids cgroup in $1" >&2
+    exit 125
+fi
+shift 2
+exec "$@"
+"""
+
+
+def max_processes() -> int:
+    """The cap on a job's processes and threads: PROCESSES, or the instructor's setting."""
+    value = os.environ.get(PROCESSES_ENV, str(PROCESSES))
+    if not value.isdigit() or int(value) < 32:
+        raise GradingError(
+            f"{PROCESSES_ENV}={value!r}: give a whole number of processes and threads a grading "
+            f"job may have, at least 32 (a graded notebook takes 22; the default is {PROCESSES})"
+        )
+    return int(value)
+
+
+def _nproc_per_namespace() -> bool:
+    """Whether RLIMIT_NPROC counts per user namespace (Linux 5.14 on): before, it counts every
+    process of the grader's user, and a cap meant for one job would stop the instructor's."""
+    version = re.match(r"(\d+)\.(\d+)", platform.release())
+    return bool(version) and tuple(map(int, version.groups())) >= (5, 14)
+
+
+def _has_pids(root: Path) -> bool:
+    controllers = root / "cgroup.controllers"  # v2: one hierarchy, its controllers listed
+    if controllers.is_file():
+        return "pids" in controllers.read_text().split()
+    return root.name == "pids" and (root / "tasks").is_file()  # v1: the pids hierarchy
+
+
+@functools.cache
+def pids_cgroups() -> Path | None:
+    """The folder this process may make jobs' pids cgroups in, or None where it may not: tried
+    once, with a probe cgroup made, capped and removed."""
+    for root in CGROUP_ROOTS:
+        parent = root / CGROUP_PARENT
+        try:
+            if not _has_pids(root):
+                continue
+            parent.mkdir(exist_ok=True)
+            if (root / "cgroup.controllers").is_file():  # v2: the children get the controller
+                (parent / "cgroup.subtree_control").write_text("+pids")
+            probe = parent / f"job-probe-{os.getpid()}"
+            probe.mkdir()
+            (probe / "pids.max").write_text("1")
+            probe.rmdir()
+            return parent
+        except OSError:
+            continue
+    return None
+
+
+def _rlimit_caps() -> bool:
+    """Whether RLIMIT_NPROC caps a job here: counted per user namespace, and the kernel exempts
+    root from it."""
+    return _nproc_per_namespace() and os.geteuid() != 0
+
+
+def process_caps(processes: int) -> str:
+    """What caps a job's processes here, for the report."""
+    ways = ["a pids cgroup of its own"] if pids_cgroups() else []
+    ways += ["RLIMIT_NPROC in its own user namespace"] if _rlimit_caps() else []
+    if ways:
+        return f"at most {processes} processes and threads ({' and '.join(ways)})"
+    why = (
+        "root is exempt from RLIMIT_NPROC and no pids cgroup can be made here"
+        if os.geteuid() == 0
+        else "Linux before 5.14 counts RLIMIT_NPROC per user, not per job"
+    )
+    return (
+        f"NO process cap ({why}: grade as an ordinary user on Linux 5.14 or later, or give the "
+        "grading container a pids limit, e.g. `docker run --pids-limit`)"
+    )
 
 
 def _system_mounts() -> list[str]:
@@ -79,12 +183,31 @@ def _cover(course: Path, mounted: list[Path]) -> list[str]:
     return ["--tmpfs", str(course), "--remount-ro", str(course)]
 
 
-def command(job: list[str], course: Path, corpus: Path) -> list[str]:
+def _capped(job: list[str], processes: int) -> list[str]:
+    """`job` under RLIMIT_NPROC where it caps a job, and told its cap where anything does."""
+    told = ["--setenv", CAP_ENV, str(processes)]  # for the job's note that it reached it
+    if _rlimit_caps():
+        return [*told, "--", sys.executable, "-I", "-S", "-c", SET_NPROC, str(processes), *job]
+    return [*told, "--", *job] if pids_cgroups() else ["--", *job]
+
+
+def _in_cgroup(processes: int) -> list[str]:
+    """What puts the job in a pids cgroup of its own, where one can be made: its `processes`,
+    and bubblewrap's monitor outside the job's namespaces."""
+    parent = pids_cgroups()
+    return (
+        [] if parent is None else ["sh", "-c", JOIN_CGROUP, "sh", str(parent), str(processes + 1)]
+    )
+
+
+def command(job: list[str], course: Path, corpus: Path, processes: int | None = None) -> list[str]:
     """`job` wrapped in bubblewrap; `corpus` is the one file of data it may read besides the
-    course's packages."""
+    course's packages; at most `processes` processes and threads (max_processes())."""
+    processes = processes or max_processes()
     folders = _python_folders()
     python = [arg for path in folders for arg in ("--ro-bind", str(path), str(path))]
     return [
+        *_in_cgroup(processes),
         "bwrap",
         "--unshare-all",  # user, PID, network (loopback only), IPC, UTS, cgroup
         # --unshare-all only tries a user namespace and runs on without one; insisting makes
@@ -130,8 +253,7 @@ def command(job: list[str], course: Path, corpus: Path) -> list[str]:
         "--setenv",
         "TRANSFORMER_LAB_DATA",
         str(corpus),
-        "--",
-        *job,
+        *_capped(job, processes),
     ]
 
 
@@ -158,5 +280,5 @@ def describe() -> str:
         f"{version.strip() or 'bubblewrap'}: read-only system and course packages, nothing else "
         f"of the filesystem (no course folder, no home); writable: a private {SCRATCH} of "
         f"{SCRATCH_MB} MB only; no network but its own loopback; own PID namespace, every "
-        "process ends with the job; no capabilities"
+        f"process ends with the job; {process_caps(max_processes())}; no capabilities"
     )

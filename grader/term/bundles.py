@@ -14,7 +14,10 @@ A file handed in under another name (a folder per student, an emailed copy) gets
 STUDENT_NN_topic.html: the student's id first, for an upload that matches by the start of a
 name, or to send by hand. A notebook quarantined or failed in the last autograde gets a page that
 says why it was not graded and what to do (also written to feedback/STUDENT/NN_topic/, over any
-page of an earlier run), never an old score. The bundles are rebuilt from feedback/ each time.
+page of an earlier run), never an old score. A notebook whose written answer still waits for its
+hand grade keeps nbgrader's page with a banner that says so and no score where the notebook's
+total and that answer's stood (hand_grading.py); with --partial, the banner says the score shown
+is partial. The bundles are rebuilt from feedback/ each time.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ import html
 import zipfile
 from pathlib import Path, PurePosixPath
 
-from . import collected, deadlines
+from . import collected, deadlines, hand_grading
 from .roster import lms_name
 from .scores import load_outcomes
 
@@ -78,16 +81,25 @@ def not_graded_page(course: Path, outcome) -> Path:
     return page
 
 
-def bundle_feedback(course: Path) -> list[Path]:
-    """One zip per assigned notebook with feedback; returns their paths."""
+def bundle_feedback(course: Path, pending: dict | None = None, partial: bool = False) -> list[Path]:
+    """One zip per assigned notebook with feedback; returns their paths. `pending`: the written
+    answers still to grade by hand (hand_grading.waiting; read here when None)."""
     course = Path(course)
     folder = course / "reports" / "feedback_bundles"
     folder.mkdir(parents=True, exist_ok=True)
     for old in folder.glob("*.zip"):  # a notebook whose feedback is gone keeps no stale zip
         old.unlink()
+    not_graded = set()
     for outcome in load_outcomes(course):
         if outcome.status in WHAT_TO_DO:
+            not_graded.add((outcome.student, outcome.assignment))
             not_graded_page(course, outcome)
+    if pending is None:
+        pending = hand_grading.waiting(course, deadlines.assigned(course))
+    for (student, name), ids in pending.items():
+        page = course / "feedback" / student / name / f"{name}.html"
+        if page.is_file() and (student, name) not in not_graded:
+            hand_grading.mark_page(page, name, ids, partial)
     store, written = collected.Store(course), []
     for name in deadlines.assigned(course):
         pages = sorted(course.glob(f"feedback/*/{name}/{name}.html"))

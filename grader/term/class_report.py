@@ -12,8 +12,9 @@ here. It reads whatever has been graded so far, so it works on a partial run, of
 course.toml assigns (all released ones by default).
 
 Written to reports/: class.md, class.csv (one row per check and outcome), class_pass_rate.png
-and class_mistakes.png. They carry no student names unless asked (`--names`), so they can be
-shown in class.
+and class_mistakes.png. They carry no student names, so they can be shown in class; `--names`
+writes class_names.md beside them, the same report with the students behind each mistake (the
+id, and the name and login where the roster has them), for the instructor only.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from checkpoints import results
 from ..course import db_url, job_file
 from .copies import pairs_report
 from .deadlines import assigned
+from .names import namer
 
 PASSED = "passed"
 TOP = 5  # mistakes per exercise in the figure
@@ -132,9 +134,11 @@ def _short(message: str, width: int = 110) -> str:
     return message if len(message) <= width else message[: width - 1] + "…"
 
 
-def markdown(checks: list[Check], messages: dict[str, str], names: bool = False) -> str:
+def markdown(checks: list[Check], messages: dict[str, str], who=None) -> str:
+    """The report; `who` (student id -> how to name them) names the students behind each
+    mistake, None names no one."""
     lines = [
-        "# Class report",
+        "# Class report" + " (with names: not for class)" * (who is not None),
         "",
         "Per graded check: students graded, pass rate, not done, median score and the median "
         "job time of its notebook; then the mistakes, most frequent first (codes from the "
@@ -157,11 +161,11 @@ def markdown(checks: list[Check], messages: dict[str, str], names: bool = False)
             continue
         lines += ["", f"## {c.assignment} · {c.grade_id}", ""]
         for mistake, count in mistakes:
-            who = ""
-            if names:
+            named = ""
+            if who is not None:
                 hit = sorted(s for s, o in c.outcomes.items() if o == mistake)
-                who = f" ({', '.join(hit)})"
-            lines.append(f"- **{count}** × `{mistake}`: {_short(messages[mistake])}{who}")
+                named = f" ({', '.join(map(who, hit))})"
+            lines.append(f"- **{count}** × `{mistake}`: {_short(messages[mistake])}{named}")
     return "\n".join(lines) + "\n"
 
 
@@ -213,13 +217,21 @@ def figures(checks: list[Check], folder: Path) -> list[Path]:
     return [pass_rate, mistakes]
 
 
+NAMED = "class_names.md"  # the report with names, beside the one for class, never over it
+
+
 def class_report(course: Path, names: bool = False) -> list[Path]:
-    """Write reports/class.md, class.csv and the two figures; return their paths."""
+    """Write reports/class.md, class.csv and the two figures (and, with `names`, class_names.md);
+    return their paths."""
     checks, messages = read_checks(course)
     folder = Path(course) / "reports"
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "class.md").write_text(markdown(checks, messages, names), encoding="utf-8")
+    (folder / "class.md").write_text(markdown(checks, messages), encoding="utf-8")
+    named = []
+    if names:
+        named = [folder / NAMED]
+        named[0].write_text(markdown(checks, messages, namer(course)), encoding="utf-8")
     write_csv(checks, folder / "class.csv")
     pictures = figures(checks, folder)
     # The copies report names students (for the instructor): reports/copies.md, copies/*.html.
-    return [folder / "class.md", folder / "class.csv", *pictures, *pairs_report(course)]
+    return [folder / "class.md", *named, folder / "class.csv", *pictures, *pairs_report(course)]

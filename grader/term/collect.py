@@ -17,14 +17,20 @@ reports/collect.md and in the term's log (term_log.py).
 
 Canvas's and Moodle's download names are taken apart, and a pattern of the course's own
 (course.toml's [collect] pattern, or --pattern) names the student for any other LMS; with a
-roster (roster.py) a file goes only to a student on it. Each submission's time goes to
-submitted/STUDENT/NN_topic/timestamp.txt, where nbgrader's late penalty reads it: the time the
-instructor gives (--submitted-at), else the time the name carries (the pattern's `time` group),
-else the zip entry's, else the file's.
+roster (roster.py) a file goes only to a student on it. A hand-in time is taken only from a
+source that records it, and goes to submitted/STUDENT/NN_topic/timestamp.txt, where nbgrader's
+late penalty reads it: the time the instructor gives (--submitted-at), else the LMS's own
+submission times (--times, lms_times.py), else the time the name carries (the pattern's `time`
+group), else, where course.toml says the course's downloads are stamped ([collect] stamped =
+true), the zip entry's or the file's. Canvas and Moodle never stamp theirs: Canvas's entries all
+carry the moment its zip was built, Moodle's the moment its file pool first stored the bytes
+(grader/README.md, "Where the times come from"). A file with no recorded time gets no
+timestamp.txt and so no penalty here: its lateness is the LMS's (Canvas's LATE mark, kept).
 """
 
 from __future__ import annotations
 
+import io
 import re
 import struct
 import time
@@ -35,8 +41,8 @@ from pathlib import Path, PurePosixPath
 
 from ..course import GradingError, assignments, course_settings, release_notebook
 from ..engine import preflight
-from . import collected, deadlines, term_log
-from .collected import Kept, Store
+from . import collected, deadlines, lms_times, term_log
+from .collected import ATTACHMENT, GIVEN, NO_TIME, Kept, Store
 from .roster import Named, Roster, lms_name
 
 # Only the forms Colab, Drive and Windows give copies: "Copy of X", "X (1)", "X - Copy"; an id
@@ -44,6 +50,12 @@ from .roster import Named, Roster, lms_name
 COPY_MARKS = re.compile(r"(?<![^\W_])copy of |\(\d+\)| +- +copy\b", re.IGNORECASE)
 SEPARATORS = " _-.\t"
 SHOWN = 10  # lines of each kind the terminal gets; the report has them all
+BROKEN = "cannot be graded"  # the status of a file that counts only for want of a better one
+NEW = ("counts", BROKEN, "refused")  # the statuses of a file this collect kept
+ASK_FOR_A_COPY = (
+    "it stands in submitted/ so that autograde reports it, never as a 0; ask for a good copy and "
+    "collect it with --student {student} --submitted-at TIME"
+)
 
 
 @dataclass
@@ -54,11 +66,17 @@ class Found:
     student: str | None = None
     assignment: str | None = None
     note: str = ""
-    mtime: float = 0.0  # when it was handed in, as far as can be told (seconds since the epoch)
+    mtime: float = 0.0  # the file's own time, or its zip entry's (seconds since the epoch)
     raw: bytes = b""
-    time_from: str = "file"  # where mtime came from: file | zip entry | name | given
+    mtime_from: str = "file"  # file | zip entry
+    submitted_at: float | None = None  # when it was handed in, from a source that records it
+    time_from: str = NO_TIME  # given | LMS times | name | zip entry | file | none
+    order: float | None = None  # its place among uploads: Canvas's attachment id, else mtime
+    order_from: str = ""
+    lms_late: bool | None = None  # Canvas's LATE mark; None where the LMS marks nothing
+    lms_user: str = ""  # the LMS's user id in the name (Canvas's)
     sha256: str = ""  # of a notebook placed: its name in collected/
-    status: str = "skipped"  # counts | refused | unchanged | skipped
+    status: str = "skipped"  # counts | cannot be graded | refused | unchanged | skipped
 
 
 def student_id(text: str) -> str:
@@ -67,7 +85,7 @@ def student_id(text: str) -> str:
 
 def _files(root: Path, zone=None) -> list[tuple[PurePosixPath, bytes, float, str]]:
     """(path, bytes, mtime, where mtime comes from) of every file under a folder, inside a zip
-    (zips inside opened), or of one file."""
+    (zips inside opened, to any depth: a zip of Canvas's per-assignment zips), or of one file."""
     out = []
     if root.is_file() and zipfile.is_zipfile(root):
         out += _zip_members(zipfile.ZipFile(root), PurePosixPath(), zone)
@@ -111,7 +129,12 @@ def _zip_members(archive: zipfile.ZipFile, prefix: PurePosixPath, zone=None):
         name = PurePosixPath(info.filename)
         if info.is_dir() or name.parts[0] == "__MACOSX" or name.name.startswith("._"):
             continue
-        out.append((prefix / name, archive.read(info), _zip_time(info, zone), "zip entry"))
+        raw = archive.read(info)
+        if name.suffix.lower() == ".zip" and zipfile.is_zipfile(io.BytesIO(raw)):
+            inner = zipfile.ZipFile(io.BytesIO(raw))
+            out += _zip_members(inner, prefix / name.with_suffix(""), zone)
+            continue
+        out.append((prefix / name, raw, _zip_time(info, zone), "zip entry"))
     return out
 
 
@@ -166,6 +189,8 @@ class Naming:
     time_format: str | None = None  # strptime's, for the pattern's `time` group; None: ISO 8601
     zone: object = None  # of times without one; None: this machine's
     student: str | None = None  # whose every file is, where the instructor says (--student)
+    stamped: bool = False  # course.toml's [collect] stamped: a file's own time is its hand-in
+    times: lms_times.Times | None = None  # the LMS's submission times (--times)
 
     @classmethod
     def of(cls, course: Path, pattern: str | None = None) -> Naming:
@@ -180,7 +205,10 @@ class Naming:
             if "student" not in compiled.groupindex:
                 raise GradingError(f"collect pattern {pattern!r} has no (?P<student>...) group")
         zone = deadlines.course_timezone(course)
-        return cls(Roster.of(course), compiled, settings.get("time_format"), zone)
+        stamped = settings.get("stamped", False)
+        if not isinstance(stamped, bool):
+            raise GradingError("course.toml: [collect] stamped = true or false")
+        return cls(Roster.of(course), compiled, settings.get("time_format"), zone, stamped=stamped)
 
     def named(self, path: PurePosixPath) -> Named | None:
         """Who the path's name says handed it in, and what of it names the notebook; None for
@@ -224,10 +252,16 @@ def _group(hit: re.Match, name: str) -> str:
 def _find_student(item: Found, path: PurePosixPath, names: list[str], naming: Naming) -> str:
     """Sets the item's student (None, with the reason in its note, where there is none) and
     returns what of the name is left to name the notebook."""
+    item.order, item.order_from = item.mtime, item.mtime_from
     if naming.student:
         item.student = naming.student
         return path.stem
     named = naming.named(path)
+    if named is not None and named.how == "canvas":
+        item.order, item.order_from = named.attachment, ATTACHMENT
+        item.lms_late, item.lms_user = named.late, named.lms_id
+    elif naming.stamped and (named is None or named.how not in ("canvas", "moodle")):
+        item.submitted_at, item.time_from = item.mtime, item.mtime_from
     roster = naming.roster
     if named is None and roster is not None:
         item.student, why = roster.id_at_start(path.stem)
@@ -242,7 +276,7 @@ def _find_student(item: Found, path: PurePosixPath, names: list[str], naming: Na
             item.student, why = student_id(named.text) or None, ""
         rest = named.rest
         if named.time:
-            item.mtime, item.time_from = naming.when(named.time), "name"
+            item.submitted_at, item.time_from = naming.when(named.time), "name"
     if why:
         item.note = f"skipped: {why}; add them to the roster (make roster) or rename the file"
     return rest
@@ -251,8 +285,8 @@ def _find_student(item: Found, path: PurePosixPath, names: list[str], naming: Na
 def identify(files, names: list[str], releases: dict, naming: Naming | None = None) -> list[Found]:
     naming = naming or Naming()
     found = []
-    for path, raw, mtime, time_from in _strip_common_root(files):
-        item = Found(str(path), mtime=mtime, raw=raw, time_from=time_from)
+    for path, raw, mtime, mtime_from in _strip_common_root(files):
+        item = Found(str(path), mtime=mtime, raw=raw, mtime_from=mtime_from)
         found.append(item)
         if path.suffix.lower() != ".ipynb":
             item.note = "skipped: not a notebook (.ipynb)"
@@ -275,8 +309,12 @@ def identify(files, names: list[str], releases: dict, naming: Naming | None = No
             )
         elif assignment is None:
             item.note = "skipped: neither its name nor its content matches a released notebook"
-        elif path.stem != assignment:
-            item.note = item.note or f"renamed from {path.name!r}"
+        elif COPY_MARKS.search(path.stem):
+            item.note = item.note or f"a copy's name, filed as {assignment}.ipynb"
+        if naming.times is not None and item.lms_user and assignment:
+            when = naming.times.of(item.lms_user, assignment, item.order)
+            if when is not None:
+                item.submitted_at, item.time_from = when, lms_times.TIME_FROM
     return found
 
 
@@ -292,22 +330,25 @@ def collect(
     pattern: str | None = None,
     student: str | None = None,
     submitted_at: str | None = None,
+    times: Path | None = None,
 ) -> Batch:
     """Keep every recognised notebook in collected/, put the one that counts of each student's
     notebook in submitted/STUDENT/NN_topic/ with its time (timestamp.txt), and write what
     happened to reports/collect.md and the term's log. `student` and `submitted_at` (ISO 8601,
     in the course's zone unless it carries an offset) are the instructor's word for every file
-    of this batch: an emailed notebook."""
+    of this batch: an emailed notebook. `times` is the LMS's own record of when each was handed
+    in (lms_times.py: Canvas's submissions API as CSV)."""
     course, submissions = Path(course), Path(submissions)
     names = assignments(course)
     releases = {name: release_notebook(course, name) for name in names}
     naming = Naming.of(course, pattern)
     naming.student = student and _on_roster(student, naming.roster)
+    naming.times = times and lms_times.read(Path(times), course, names)
     given = submitted_at and given_time(submitted_at, naming.zone)
     found = Batch(identify(_files(submissions, naming.zone), names, releases, naming))
     if given:
         for item in found:
-            item.mtime, item.time_from = given, collected.GIVEN
+            item.submitted_at, item.time_from = given, GIVEN
 
     broken = collected.checker(course)
     store = Store(course)
@@ -319,11 +360,13 @@ def collect(
 
 
 def _on_roster(student: str, roster: Roster | None) -> str:
+    """--student: the roster's id of the student named by id, SIS login, email or Canvas login."""
     if roster is None:
         return student_id(student)
-    if student.casefold() not in roster.by_id:
-        raise GradingError(f"--student {student}: not on the roster (make roster)")
-    return roster.by_id[student.casefold()]
+    found, why = roster.find(student)
+    if found is None:
+        raise GradingError(f"--student {student}: {why} (make roster)")
+    return found
 
 
 def given_time(text: str, zone=None) -> float:
@@ -353,7 +396,19 @@ def _keep(found: list[Found], store: Store, batch: str, broken) -> None:
         first[key] = item
         old = store.known(*key)
         why = old.broken if old else broken(item.raw, item.assignment)
-        kept = Kept(item.sha256, *key[:2], item.mtime, item.time_from, item.source, batch, now, why)
+        kept = Kept(
+            item.sha256,
+            *key[:2],
+            item.submitted_at,
+            item.time_from,
+            item.source,
+            batch,
+            now,
+            why,
+            item.order,
+            item.order_from,
+            item.lms_late,
+        )
         if not store.changes(kept):
             item.status, item.note = "unchanged", _again(old, store)
             continue
@@ -372,8 +427,8 @@ def _again(old: Kept, store: Store) -> str:
     chosen, _ = store.choice(old.student, old.assignment)
     if chosen.sha256 == old.sha256:
         return note
-    when = term_log.shown(chosen.submitted_at, deadlines.course_timezone(store.course))
-    return f"{note}; {chosen.short}, handed in {when} ({chosen.time_from}), counts"
+    when = collected.handed_in(chosen, deadlines.course_timezone(store.course))
+    return f"{note}; {chosen.short}, handed in {when}, counts"
 
 
 def _verdict(item: Found, store: Store, before: dict, batch_files: dict) -> tuple[str, str]:
@@ -382,15 +437,16 @@ def _verdict(item: Found, store: Store, before: dict, batch_files: dict) -> tupl
     kept = store.known(item.student, item.assignment, item.sha256)
     zone = deadlines.course_timezone(store.course)
     if chosen.sha256 == item.sha256:
+        status = "counts"
+        if kept.broken:  # nothing better: it stands, so that autograde quarantines it, seen
+            status = BROKEN
+            item.note = f"{kept.broken}; {ASK_FOR_A_COPY.format(student=item.student)}"
         previous = before[item.student, item.assignment]
         if previous is None or previous[0].sha256 == item.sha256:
-            return "counts", ""
+            return status, ""
         was = previous[0]
-        return (
-            "counts",
-            f"replaces {was.short} (handed in {term_log.shown(was.submitted_at, zone)})",
-        )
-    stays = f"{chosen.short}, handed in {term_log.shown(chosen.submitted_at, zone)}"
+        return status, f"replaces {was.short} (handed in {collected.handed_in(was, zone)})"
+    stays = f"{chosen.short}, handed in {collected.handed_in(chosen, zone)}"
     if why == "pinned with collect-pin":
         return "refused", f"refused: {chosen.short} is pinned with collect-pin"
     if kept.broken:
@@ -399,7 +455,12 @@ def _verdict(item: Found, store: Store, before: dict, batch_files: dict) -> tupl
     newer = batch_files.get((item.student, item.assignment, chosen.sha256))
     if newer is not None:
         return "refused", f"refused: {newer.source!r} is a newer copy of the same notebook"
-    return "refused", f"refused: older than the file that counts, {stays} ({chosen.time_from})"
+    if kept.order_from == chosen.order_from == ATTACHMENT:
+        return "refused", (
+            f"refused: an earlier upload than the file that counts, {chosen.short} (Canvas's "
+            f"attachment {kept.order:.0f}, before {chosen.order:.0f})"
+        )
+    return "refused", f"refused: older than the file that counts, {stays}"
 
 
 def missing(course: Path) -> dict[str, list[str]]:
@@ -419,14 +480,14 @@ def missing(course: Path) -> dict[str, list[str]]:
 def _handed_in(item: Found, course: Path, zone) -> str:
     if item.status == "skipped":
         return ""
-    text = f"{term_log.shown(item.mtime, zone)} ({item.time_from})"
+    text = collected.handed_in(item, zone)
     due = deadlines.due_date(course, item.assignment)
-    if due is None or item.status != "counts":
+    if due is None or item.status != "counts" or item.submitted_at is None:
         return text
     due += deadlines.extension(course, item.student, item.assignment) or timedelta()
-    if item.mtime <= due.timestamp():
+    if item.submitted_at <= due.timestamp():
         return text
-    late = deadlines.describe(item.mtime - due.timestamp())
+    late = deadlines.describe(item.submitted_at - due.timestamp())
     return f"{text}, {late} late (due {term_log.shown(due, zone)})"
 
 
@@ -449,15 +510,51 @@ def collect_table(found: list[Found], course: Path, absent: dict[str, list[str]]
     return "\n".join(lines) + "\n"
 
 
+def time_sources(found: list[Found]) -> list[str]:
+    """Where this batch's hand-in times came from, in a line per kind of file: the LMS's files
+    (and what stands for a time where none is recorded), then every other's."""
+    placed = [f for f in found if f.status != "skipped"]
+    canvas = [f for f in placed if f.order_from == ATTACHMENT]
+    lines = []
+    if canvas:
+        untimed = [f for f in canvas if f.submitted_at is None]
+        late = sum(bool(f.lms_late) for f in untimed)
+        parts = [_sources(f for f in canvas if f.submitted_at is not None)]
+        if untimed:
+            parts.append(
+                f"none recorded {len(untimed)} (Canvas's zip stamps none; lateness is Canvas's, "
+                f"{late} marked LATE; give --times for Canvas's own times)"
+            )
+        lines.append("Canvas's files: " + ", ".join(p for p in parts if p))
+    rest = [f for f in placed if f.order_from != ATTACHMENT]
+    if rest:
+        text = _sources(f for f in rest if f.submitted_at is not None)
+        none = sum(f.submitted_at is None for f in rest)
+        if none:
+            text += (
+                ", " * bool(text) + f"none recorded {none} (no penalty here; see [collect] stamped)"
+            )
+        lines.append(("other files: " if canvas else "") + text)
+    return lines
+
+
+def _sources(items) -> str:
+    counts = {}
+    for item in items:
+        counts[item.time_from] = counts.get(item.time_from, 0) + 1
+    return ", ".join(f"{source} {n}" for source, n in sorted(counts.items()))
+
+
 def summary(found: list[Found], adopted: list[Kept], changed: list, zone=None) -> str:
     """A few lines for the terminal: what came in, and each refusal and skip (SHOWN of each)."""
-    counts = {s: sum(f.status == s for f in found) for s in ("counts", "refused", "unchanged")}
+    counts = {s: sum(f.status == s for f in found) for s in (*NEW, "unchanged")}
     counts["skipped"] = len(found) - sum(counts.values())
     head = f"{len(found)} file{'s' * (len(found) != 1)}"
-    if not (counts["counts"] or counts["refused"] or adopted or changed):
+    if not (any(counts[s] for s in NEW) or adopted or changed):
         head += ", nothing changed"
     lines = [head + ": " + ", ".join(f"{label} {n}" for label, n in counts.items() if n)]
-    for status in ("refused", "skipped"):
+    lines += [f"hand-in times: {line}" for line in time_sources(found)]
+    for status in (BROKEN, "refused", "skipped"):
         mine = [f for f in found if f.status == status]
         for item in mine[:SHOWN]:
             whose = f" ({item.student} / {item.assignment})" if item.student else ""
@@ -468,7 +565,7 @@ def summary(found: list[Found], adopted: list[Kept], changed: list, zone=None) -
     for kept in adopted:
         lines.append(
             f"recorded from {kept.source}: {kept.short}, handed in "
-            f"{term_log.shown(kept.submitted_at, zone)} (a file or time put there by hand)"
+            f"{collected.handed_in(kept, zone)}: a file or time put there by hand"
         )
     if changed:
         lines.append(f"submitted/: {len(changed)} notebooks written or replaced")

@@ -4,19 +4,25 @@
     COURSE/collected/index.jsonl        one line per arrival or pin, never rewritten
 
 An arrival records whose notebook a file is, when it was handed in and where that time comes
-from, where the file came from (the batch and the name in it), when it was collected, and
-whether it can be graded (preflight would not quarantine it). The same file arriving again (the
-same zip collected twice) changes nothing and adds no line: a file keeps the earliest time it
-was seen with, unless the instructor gives one (collect --submitted-at, or timestamp.txt edited
-in submitted/), which wins.
+from (None where no source recorded it: a Canvas or Moodle zip carries no hand-in time), the
+LMS's order of uploads (Canvas's attachment id) or else the file's own time, the LMS's late mark
+(Canvas's LATE), where the file came from (the batch and the name in it), when it was collected,
+and whether it can be graded (preflight would not quarantine it). The same file arriving again
+(the same zip collected twice) changes nothing and adds no line: a file keeps the earliest time
+it was seen with, unless the instructor gives one (collect --submitted-at, or timestamp.txt
+edited in submitted/), which wins.
 
 Which of a student's files counts for a notebook:
   1. the one pinned with `python -m grader collect-pin STUDENT NOTEBOOK HASH`; else
-  2. the newest by the time handed in among those that can be graded; else
+  2. the newest among those that can be graded; else
   3. the newest of all (a broken file is graded only where there is nothing else, so that it is
      quarantined and seen, never silently dropped).
-Ties go to a time the instructor gave, then to the hash. The order of collects never matters.
-submitted/STUDENT/NN_topic/ always holds the file that counts and its time (timestamp.txt).
+"Newest" follows the LMS where every file has its order (Canvas's attachment ids); else a file
+with a hand-in time before one without, the later time first, then a time the instructor gave,
+then the files' own order where they share one (a folder's file times), then the later collect,
+then the hash. The order of collects never matters. submitted/STUDENT/NN_topic/ always holds the
+file that counts and its time (timestamp.txt, none where no time is recorded: nbgrader then
+takes no penalty).
 """
 
 from __future__ import annotations
@@ -38,14 +44,20 @@ INDEX = "index.jsonl"
 # --submitted-at, and a file or timestamp.txt found in submitted/ that collect did not write.
 GIVEN, IN_SUBMITTED = "given", "submitted/"
 INSTRUCTOR_TIMES = (GIVEN, IN_SUBMITTED)
+NO_TIME = "none"  # no source recorded when it was handed in
+ATTACHMENT = "attachment id"  # Canvas's order of uploads, the one order an LMS writes
 
 
 def sha256(raw: bytes) -> str:
     return hashlib.sha256(raw).hexdigest()
 
 
-def iso(seconds: float) -> str:
-    return datetime.fromtimestamp(seconds, UTC).isoformat()
+def iso(seconds: float | None) -> str | None:
+    return None if seconds is None else datetime.fromtimestamp(seconds, UTC).isoformat()
+
+
+def _seconds(text: str | None) -> float | None:
+    return None if text is None else datetime.fromisoformat(text).timestamp()
 
 
 @dataclass
@@ -55,16 +67,21 @@ class Kept:
     sha256: str
     student: str
     assignment: str
-    submitted_at: float  # seconds since the epoch, the time that counts for this file
-    time_from: str  # name | zip entry | file | given | submitted/
+    submitted_at: float | None  # seconds since the epoch, when it was handed in; None: unknown
+    time_from: str  # given | submitted/ | LMS times | name | zip entry | file | none
     source: str  # the name it had in its batch
     batch: str  # the folder, zip or file collected
     collected_at: float
     broken: str = ""  # why it cannot be graded; "" where it can
+    order: float | None = None  # its place among uploads: Canvas's attachment id, a file's time
+    order_from: str = ""  # attachment id | zip entry | file; "" where there is none
+    lms_late: bool | None = None  # the LMS's own late mark (Canvas's LATE); None: it says none
 
     def __post_init__(self):
         # Whole seconds: a time read back from index.jsonl is then exactly the time written.
-        self.submitted_at, self.collected_at = round(self.submitted_at), round(self.collected_at)
+        if self.submitted_at is not None:
+            self.submitted_at = round(self.submitted_at)
+        self.collected_at = round(self.collected_at)
 
     @property
     def short(self) -> str:
@@ -98,15 +115,16 @@ class Store:
                 self.pins[key] = event["sha256"]
             return
         fields = {k: v for k, v in event.items() if k != "kind"}
-        fields["submitted_at"] = datetime.fromisoformat(fields["submitted_at"]).timestamp()
-        fields["collected_at"] = datetime.fromisoformat(fields["collected_at"]).timestamp()
+        fields["submitted_at"] = _seconds(fields["submitted_at"])
+        fields["collected_at"] = _seconds(fields["collected_at"])
         new = Kept(**fields)
         kept = self.files.setdefault(key, {})
         old = kept.get(new.sha256)
         if old is None:
             kept[new.sha256] = new
         else:
-            old.submitted_at, old.time_from = _time(old, new)
+            for name, value in _merged(old, new).items():
+                setattr(old, name, value)
 
     def _append(self, event: dict) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
@@ -117,7 +135,7 @@ class Store:
     def changes(self, item: Kept) -> bool:
         """Whether this arrival would change anything: a new file, or a new time for one."""
         old = self.known(item.student, item.assignment, item.sha256)
-        return old is None or _time(old, item) != (old.submitted_at, old.time_from)
+        return old is None or bool(_merged(old, item))
 
     def add(self, raw: bytes, item: Kept) -> None:
         """Keep a file (once per content) and record this arrival of it."""
@@ -155,9 +173,7 @@ class Store:
         if pinned in self.files[student, assignment]:
             return self.files[student, assignment][pinned], "pinned with collect-pin"
         good = [k for k in kept if not k.broken]
-        best = max(
-            good or kept, key=lambda k: (k.submitted_at, k.time_from in INSTRUCTOR_TIMES, k.sha256)
-        )
+        best = newest(good or kept)
         return best, "the newest that can be graded" if good else "none can be graded: the newest"
 
     def pairs(self) -> list[tuple[str, str]]:
@@ -167,13 +183,58 @@ class Store:
         return self.folder / f"{kept.sha256}.ipynb"
 
 
-def _time(old: Kept, new: Kept) -> tuple[float, str]:
-    """The time of a file seen again: the instructor's latest word, else the earliest seen."""
-    if new.time_from in INSTRUCTOR_TIMES:
-        return new.submitted_at, new.time_from
-    if old.time_from not in INSTRUCTOR_TIMES and new.submitted_at < old.submitted_at:
-        return new.submitted_at, new.time_from
-    return old.submitted_at, old.time_from
+def newest(kept: list[Kept]) -> Kept:
+    """The newest of a notebook's files, by the rule of the module's docstring."""
+    kinds = {k.order_from for k in kept}
+    shared = len(kinds) == 1 and "" not in kinds
+
+    def order(k: Kept) -> float:
+        return k.order if shared and k.order is not None else float("-inf")
+
+    def timed(k: Kept) -> tuple[bool, float]:
+        return k.submitted_at is not None, k.submitted_at or 0.0
+
+    def rest(k: Kept) -> tuple:
+        return k.time_from in INSTRUCTOR_TIMES, order(k), k.collected_at, k.sha256
+
+    if kinds == {ATTACHMENT}:  # the LMS's own order of uploads, whatever times are known
+        return max(kept, key=lambda k: (order(k), timed(k), *rest(k)))
+    return max(kept, key=lambda k: (timed(k), *rest(k)))
+
+
+def _merged(old: Kept, new: Kept) -> dict:
+    """What a file seen again changes: its time, where the instructor gives one or none was
+    known or an earlier one comes (the instructor's latest word, else the earliest seen), and
+    the LMS's order and mark where they were unknown."""
+    changed = {}
+    if new.time_from in INSTRUCTOR_TIMES or (
+        old.time_from not in INSTRUCTOR_TIMES
+        and new.submitted_at is not None
+        and (old.submitted_at is None or new.submitted_at < old.submitted_at)
+    ):
+        if (new.submitted_at, new.time_from) != (old.submitted_at, old.time_from):
+            changed |= {"submitted_at": new.submitted_at, "time_from": new.time_from}
+    if old.order_from != ATTACHMENT and new.order_from == ATTACHMENT:
+        changed |= {"order": new.order, "order_from": new.order_from}
+    if old.lms_late is None and new.lms_late is not None:
+        changed["lms_late"] = new.lms_late
+    return changed
+
+
+def handed_in(kept, zone) -> str:
+    """'2027-01-15 20:00 CET (given)', or 'at a time not recorded (Canvas: LATE)': what the
+    LMS says where no source recorded the time."""
+    if kept.submitted_at is not None:
+        return f"{term_log.shown(kept.submitted_at, zone)} ({kept.time_from})"
+    mark = {True: " (Canvas: LATE)", False: " (Canvas: not late)"}.get(kept.lms_late, "")
+    return f"at a time not recorded{mark}"
+
+
+def lms_late(course: Path, student: str, assignment: str) -> bool | None:
+    """The LMS's late mark of the file that counts (Canvas's LATE); None where it gives none."""
+    store = Store(course)
+    chosen = store.choice(student, assignment) if (student, assignment) in store.files else None
+    return chosen[0].lms_late if chosen else None
 
 
 def submitted_folder(course: Path, student: str, assignment: str) -> Path:
@@ -199,9 +260,9 @@ def adopt(store: Store, check) -> list[Kept]:
         raw = path.read_bytes()
         digest = sha256(raw)
         stamp = deadlines.read_timestamp(path.parent)
-        when = stamp.replace(tzinfo=UTC).timestamp() if stamp else path.stat().st_mtime
+        when = stamp.replace(tzinfo=UTC).timestamp() if stamp else None
         known = store.known(student, assignment, digest)
-        if known is not None and (stamp is None or abs(known.submitted_at - when) < 1):
+        if known is not None and (stamp is None or _same(known.submitted_at, when)):
             continue
         source = path.relative_to(store.course).as_posix()
         item = Kept(
@@ -231,15 +292,20 @@ def materialize(store: Store) -> list[tuple[Kept, str | None]]:
         there = sha256(notebook.read_bytes()) if notebook.is_file() else None
         stamp = deadlines.read_timestamp(folder) if there else None
         when = stamp.replace(tzinfo=UTC).timestamp() if stamp else None
-        if there == chosen.sha256 and when is not None and abs(when - chosen.submitted_at) < 1:
+        if there == chosen.sha256 and _same(chosen.submitted_at, when):
             continue
         if folder.exists():
             shutil.rmtree(folder)
         folder.mkdir(parents=True)
         shutil.copyfile(store.blob(chosen), notebook)
-        deadlines.write_timestamp(folder, datetime.fromtimestamp(chosen.submitted_at, UTC))
+        if chosen.submitted_at is not None:  # no time recorded, no timestamp.txt: no penalty
+            deadlines.write_timestamp(folder, datetime.fromtimestamp(chosen.submitted_at, UTC))
         changed.append((chosen, there))
     return changed
+
+
+def _same(a: float | None, b: float | None) -> bool:
+    return (a is None) == (b is None) and (a is None or abs(a - b) < 1)
 
 
 def find(store: Store, student: str, assignment: str, prefix: str) -> Kept:
@@ -281,14 +347,22 @@ def listing(store: Store, student: str, assignment: str) -> str:
     chosen, why = store.choice(student, assignment)
     lines = ["| kept as | handed in | time from | came from | collected | can be graded | counts |"]
     lines.append("|---|---|---|---|---|---|---|")
-    for kept in sorted(store.files[student, assignment].values(), key=lambda k: k.submitted_at):
+    files = store.files[student, assignment].values()
+    for kept in sorted(files, key=lambda k: (k.submitted_at or 0, k.order or 0, k.collected_at)):
+        when = term_log.shown(kept.submitted_at, zone) if kept.submitted_at is not None else "–"
         lines.append(
-            f"| {kept.short} | {term_log.shown(kept.submitted_at, zone)} | {kept.time_from} "
+            f"| {kept.short} | {when} | {_time_from(kept)} "
             f"| {_came_from(kept)} | {term_log.shown(kept.collected_at, zone)} "
             f"| {'no: ' + kept.broken if kept.broken else 'yes'} "
             f"| {'yes (' + why + ')' if kept is chosen else ''} |"
         )
     return "\n".join(lines) + "\n"
+
+
+def _time_from(kept: Kept) -> str:
+    """'given', or 'none (Canvas: LATE)' where the LMS only marks it."""
+    mark = {True: " (Canvas: LATE)", False: " (Canvas: not late)"}.get(kept.lms_late, "")
+    return kept.time_from + (mark if kept.submitted_at is None else "")
 
 
 def _came_from(kept: Kept) -> str:
@@ -312,7 +386,7 @@ def pin_command(course: Path, student: str, assignment: str, prefix: str | None,
     zone = deadlines.course_timezone(course)
     said = (
         f"{student} / {assignment}: {chosen.short} counts ({why}), handed in "
-        f"{term_log.shown(chosen.submitted_at, zone)} ({chosen.time_from})"
+        f"{handed_in(chosen, zone)}"
     )
     said += "; submitted/ holds it now" if changed else "; submitted/ held it already"
     body = f"{said}\n\n{listing(store, student, assignment)}"

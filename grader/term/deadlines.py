@@ -20,7 +20,9 @@
 nbgrader does the arithmetic: the due date goes to the gradebook's `Assignment.duedate`, the
 extension to `SubmittedAssignment.extension`, the time collect wrote to timestamp.txt to
 `SubmittedAssignment.timestamp`, and its `AssignLatePenalties` preprocessor, with the plugin
-chosen here, writes each notebook's `late_submission_penalty`.
+chosen here, writes each notebook's `late_submission_penalty`. Collect writes a timestamp.txt
+only where a source recorded the hand-in time (collect.py): a file from Canvas's zip has none,
+so nbgrader takes no penalty for it and Canvas's own late policy prices its LATE mark.
 
 The grade sheet, the Canvas file, nbgrader's export and the autograde report count the assigned
 notebooks only, each out of its release's points (extra credit out of none). Nothing handed in

@@ -18,6 +18,9 @@ from the last autograde report:
 
     graded       scored by autograde (and by hand where a cell needs it)
     late         scored, handed in after its due date; the score is after the penalty
+    needs hand grading   scored by autograde, but a written answer still waits for its hand
+                 grade (hand_grading.py): no score, since the answer would count 0
+    partial: needs hand grading   the same, exported with --partial: the partial score
     missing      nothing handed in, and the notebook is due: scores 0 in the total
     not due      nothing handed in yet, before the due date: no score, nothing lost yet
     skipped      extra credit, nothing handed in: no score, nothing lost
@@ -25,30 +28,40 @@ from the last autograde report:
     quarantined  not gradeable as handed in (the report says why)
     failed       its grading job failed (the report says why)
 
-A quarantined, failed or pending notebook has an empty score, never the gradebook's older score
-or a 0, and leaves the student's total empty too, until it is settled.
+A quarantined, failed, pending or hand-grading notebook has an empty score, never the
+gradebook's older or partial score or a 0, and leaves the student's total empty too, until it is
+settled. Times are ISO 8601 in course.toml's timezone, with their offset.
 """
 
 from __future__ import annotations
 
 import csv
 import json
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
+from datetime import UTC
 from pathlib import Path
 
 from nbgrader.plugins import CsvExportPlugin
+from traitlets import Bool
 
-from ..course import db_url
-from . import deadlines, roster
+from ..course import GradingError, assignments, db_url
+from . import deadlines, hand_grading, roster
+from .hand_grading import NEEDS, PARTIAL, waiting
 from .scores import load_outcomes
 
 SCORED = ("graded", "late")
-COUNTED = (*SCORED, "missing")  # in the total; a missing notebook counts 0
-UNSETTLED = ("pending", "quarantined", "failed")
+WITH_SCORE = (*SCORED, PARTIAL)  # a number in every file
+COUNTED = (*WITH_SCORE, "missing")  # in the total; a missing notebook counts 0
+UNSETTLED = ("pending", "quarantined", "failed", NEEDS)
 CANVAS_IDENTITY = list(roster.CANVAS_IDENTITY)
-# Optional, in the course folder: {"01_attention": 123456, ...}, Canvas's assignment ids, so the
-# columns update those assignments; without it each column is a new assignment on first import.
+# Optional, in the course folder: {"01_attention": 123456, ...}, Canvas's assignment ids, or
+# {"01_attention": "01_attention (123456)"}, the column as Canvas's own export heads it (`export
+# --canvas-export` keeps them so), so the columns update those assignments; without it each
+# column is a new assignment on first import.
 CANVAS_IDS = "canvas_assignments.json"
+# Canvas heads an assignment's column "Name (id)" in its export, and its import reads the id back.
+CANVAS_COLUMN = re.compile(r"^(?P<name>.*\S)\s+\((?P<id>\d+)\)$")
 # Said in the Canvas file, where Canvas's importer reads nothing (the Points Possible row's
 # Section cell), and printed by export: Canvas must not take a late penalty a second time.
 PENALTIES_TAKEN = "late penalties already taken: turn off Canvas's automatic late deduction"
@@ -61,6 +74,7 @@ class Mark:
 
     score: float | None
     status: str
+    waiting: list[str] = field(default_factory=list)  # written answers still to grade by hand
 
 
 @dataclass
@@ -102,8 +116,18 @@ def gradebook(course: Path, names: list[str]) -> tuple[list, dict]:
     return sorted(students), scores
 
 
-def mark(course: Path, student: str, notebook, score: float | None, outcome) -> Mark:
-    """The report's verdict first: a gradebook score behind a quarantine or a failure is stale."""
+def mark(
+    course: Path,
+    student: str,
+    notebook,
+    score: float | None,
+    outcome,
+    answers: list[str] | tuple = (),
+    partial: bool = False,
+) -> Mark:
+    """The report's verdict first: a gradebook score behind a quarantine or a failure is stale.
+    `answers`: the notebook's written answers still to grade by hand; its score is then partial,
+    left empty unless `partial`."""
     name = notebook.name
     if outcome is not None and outcome.status in ("quarantined", "failed"):
         return Mark(None, outcome.status)
@@ -116,16 +140,22 @@ def mark(course: Path, student: str, notebook, score: float | None, outcome) -> 
         return Mark(0.0, "missing") if notebook.due else Mark(None, "not due")
     seconds, penalty = deadlines.lateness(course, student, name)
     if seconds > 0:
-        return Mark(penalised(score, penalty), "late")
-    return Mark(score, "graded")
+        score, status = penalised(score, penalty), "late"
+    else:
+        status = "graded"
+    if answers:
+        return Mark(score if partial else None, PARTIAL if partial else NEEDS, list(answers))
+    return Mark(score, status)
 
 
-def rows(course: Path) -> tuple[list[Row], list]:
-    """One Row per student of the gradebook, and the notebooks that count, in course order."""
+def rows(course: Path, partial: bool = False) -> tuple[list[Row], list]:
+    """One Row per student of the gradebook, and the notebooks that count, in course order.
+    `partial`: a notebook with written answers still to grade by hand gets its partial score."""
     course = Path(course)
     notebooks = deadlines.notebooks(course)
     students, scores = gradebook(course, [nb.name for nb in notebooks])
     outcomes = {(o.student, o.assignment): o for o in load_outcomes(course)}
+    pending = waiting(course, [nb.name for nb in notebooks])
     table = []
     for student, first, last, email, lms_user_id in students:
         marks = {
@@ -135,6 +165,8 @@ def rows(course: Path) -> tuple[list[Row], list]:
                 nb,
                 scores.get((student, nb.name)),
                 outcomes.get((student, nb.name)),
+                pending.get((student, nb.name), []),
+                partial,
             )
             for nb in notebooks
         }
@@ -163,15 +195,49 @@ def write_gradesheet(path: Path, table: list[Row], notebooks: list) -> None:
 
 
 def canvas_columns(course: Path, notebooks: list) -> list[str]:
-    """Canvas's "Name (id)" for an assignment it has; a new one named so it says what it is."""
+    """The column as Canvas exported it, or "Name (id)", for an assignment it has; a new one
+    named so it says what it is."""
     ids_file = Path(course) / CANVAS_IDS
     ids = json.loads(ids_file.read_text(encoding="utf-8")) if ids_file.is_file() else {}
-    return [
-        f"{nb.name} ({ids[nb.name]})"
-        if nb.name in ids
-        else nb.name + " (extra credit)" * nb.extra_credit
-        for nb in notebooks
-    ]
+    columns = []
+    for nb in notebooks:
+        known = ids.get(nb.name)
+        if isinstance(known, str):
+            columns.append(known)
+        elif known is not None:
+            columns.append(f"{nb.name} ({known})")
+        else:
+            columns.append(nb.name + " (extra credit)" * nb.extra_credit)
+    return columns
+
+
+def keep_canvas_columns(course: Path, export: Path) -> list[str]:
+    """The columns of Canvas's gradebook export that are our notebooks' assignments ("01_attention
+    (7001)", "06_stretch (extra credit) (7006)": the name our first import gave, then Canvas's
+    id), kept in CANVAS_IDS as Canvas wrote them; returns them. Canvas's other columns (scores,
+    totals, other assignments) are left alone."""
+    course, names = Path(course), assignments(course)
+    try:
+        with Path(export).open(encoding="utf-8-sig", newline="") as f:
+            header = next(csv.reader(f), [])
+    except OSError as err:
+        raise GradingError(f"cannot read Canvas's export {export}: {err}") from None
+    found = {}
+    for column in (h.strip() for h in header):
+        hit = CANVAS_COLUMN.match(column)
+        mine = [n for n in names if hit and hit["name"].split(" (")[0] == n]
+        if mine:
+            found[mine[0]] = column
+    if not found:
+        raise GradingError(
+            f"{export}: no column of Canvas's export is one of our notebooks ({', '.join(names)}) "
+            'with its id, "01_attention (7001)": import canvas_import.csv into Canvas once, then '
+            "export Canvas's gradebook again"
+        )
+    ids_file = course / CANVAS_IDS
+    kept = json.loads(ids_file.read_text(encoding="utf-8")) if ids_file.is_file() else {}
+    ids_file.write_text(json.dumps(kept | found, indent=2) + "\n", encoding="utf-8")
+    return list(found.values())
 
 
 def penalties_taken(course: Path, table: list[Row]) -> bool:
@@ -180,8 +246,20 @@ def penalties_taken(course: Path, table: list[Row]) -> bool:
         deadlines.lateness(course, row.id, name)[1] > 0
         for row in table
         for name, m in row.marks.items()
-        if m.status == "late"
+        if m.status in ("late", PARTIAL)
     )
+
+
+def hand_grading_note(table: list[Row]) -> str:
+    """What the Canvas file says, beside the penalty note, of notebooks whose written answers
+    are not graded by hand yet; empty where there are none."""
+    marks = [m for row in table for m in row.marks.values() if m.waiting]
+    if not marks:
+        return ""
+    notebooks = f"{len(marks)} notebook" + "s" * (len(marks) != 1)
+    if any(m.status == PARTIAL for m in marks):
+        return f"partial scores: {notebooks} with written answers not graded by hand"
+    return f"{NEEDS}: {notebooks} left empty"
 
 
 def write_canvas(path: Path, course: Path, table: list[Row], notebooks: list) -> str:
@@ -190,6 +268,7 @@ def write_canvas(path: Path, course: Path, table: list[Row], notebooks: list) ->
     file says of late penalties."""
     identities = roster.canvas_identities(course)
     said = PENALTIES_TAKEN if penalties_taken(course, table) else NO_PENALTIES
+    said = "; ".join(filter(None, (said, hand_grading_note(table))))
     with path.open("w", newline="", encoding="utf-8") as f:
         out = csv.writer(f)
         out.writerow(CANVAS_IDENTITY + canvas_columns(course, notebooks))
@@ -201,15 +280,15 @@ def write_canvas(path: Path, course: Path, table: list[Row], notebooks: list) ->
             line = [identity.get(column, "") for column in CANVAS_IDENTITY]
             for nb in notebooks:
                 m = row.marks[nb.name]
-                line.append(number(m.score if m.status in SCORED else None))
+                line.append(number(m.score if m.status in WITH_SCORE else None))
             out.writerow(line)
     return said
 
 
-def write(course: Path) -> list[str]:
+def write(course: Path, partial: bool = False) -> list[str]:
     """reports/gradesheet.csv and reports/canvas_import.csv; returns what to print of them."""
     course = Path(course)
-    table, notebooks = rows(course)
+    table, notebooks = rows(course, partial)
     folder = course / "reports"
     folder.mkdir(parents=True, exist_ok=True)
     sheet, canvas = folder / "gradesheet.csv", folder / "canvas_import.csv"
@@ -219,13 +298,19 @@ def write(course: Path) -> list[str]:
     later = [nb.name for nb in notebooks if not nb.due]
     if later:
         lines.append(f"not due yet, nothing handed in is 'not due', not 0: {', '.join(later)}")
-    return lines
+    pending = {(r.id, name): m.waiting for r in table for name, m in r.marks.items() if m.waiting}
+    said = hand_grading.summary(course, pending, partial)
+    return lines + [said] * bool(said)
 
 
 class NbgraderCsv(CsvExportPlugin):
     """nbgrader's CSV export (its columns, then `status`) of the notebooks that count, as the
     grade sheet has them: a quarantined, failed or pending notebook has an empty score, never 0;
-    extra credit has a max_score of 0. nbgrader_config.py makes it `nbgrader export`'s own."""
+    extra credit has a max_score of 0; times are in the course's zone, with their offset.
+    nbgrader_config.py makes it `nbgrader export`'s own."""
+
+    partial = Bool(False, help="write the partial score of a notebook still to grade by hand")
+    partial = partial.tag(config=True)
 
     KEYS = (
         *("assignment", "duedate", "timestamp", "student_id", "last_name", "first_name"),
@@ -234,7 +319,8 @@ class NbgraderCsv(CsvExportPlugin):
 
     def export(self, gradebook) -> None:
         course = Path(self.parent.coursedir.root)
-        table, notebooks = rows(course)
+        table, notebooks = rows(course, self.partial)
+        zone = deadlines.course_timezone(course)
         students = {s.id: s for s in gradebook.students}
         with open(self.to or "grades.csv", "w", newline="", encoding="utf-8") as f:
             out = csv.DictWriter(f, fieldnames=self.KEYS)
@@ -246,10 +332,10 @@ class NbgraderCsv(CsvExportPlugin):
                 for row in table:
                     if self.student and row.id not in self.student:
                         continue
-                    line = submission_line(gradebook, row, nb, row.marks[nb.name])
+                    line = submission_line(gradebook, row, nb, row.marks[nb.name], zone)
                     student = students[row.id]
                     line.update(
-                        duedate=due.isoformat() if due else "",
+                        duedate=shown(due, zone),
                         last_name=student.last_name or "",
                         first_name=student.first_name or "",
                         email=student.email or "",
@@ -258,19 +344,31 @@ class NbgraderCsv(CsvExportPlugin):
                     out.writerow(line)
 
 
-def submission_line(gradebook, row: Row, nb, m: Mark) -> dict:
+def shown(moment, zone) -> str:
+    """ISO 8601 in the course's zone (None: this machine's), with its offset; the gradebook's
+    naive times are UTC."""
+    if moment is None:
+        return ""
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(zone).isoformat(timespec="seconds")
+
+
+def submission_line(gradebook, row: Row, nb, m: Mark, zone=None) -> dict:
     """nbgrader's raw score and penalty where the notebook is scored, 0 where it is missing,
     nothing where there is no score to give."""
     raw = penalty = timestamp = None
-    if m.status in SCORED:  # its score came from this submission
+    if m.status in WITH_SCORE or m.waiting:  # its score (if any) comes from this submission
         submission = gradebook.find_submission(nb.name, row.id)
-        raw, timestamp = submission.score, submission.timestamp
+        timestamp = submission.timestamp
+    if m.status in WITH_SCORE:
+        raw = submission.score
         penalty = submission.late_submission_penalty or 0.0
     elif m.status == "missing":
         raw = penalty = 0.0
     return {
         "assignment": nb.name,
-        "timestamp": timestamp or "",
+        "timestamp": shown(timestamp, zone),
         "student_id": row.id,
         "raw_score": number(raw),
         "late_submission_penalty": number(penalty),

@@ -6,8 +6,8 @@ notebook only under a student on the roster, and reports the rest. FILE is any o
 
     nbgrader's student CSV   id, first_name, last_name, email[, lms_user_id]
     Canvas's gradebook export  Student, ID, SIS User ID, SIS Login ID, Section, ...
-                             ("Last, First"; ID is Canvas's user id; the "Points Possible" row
-                             and Canvas's test student are skipped)
+                             ("Last, First"; ID is Canvas's user id; the "Manual Posting" and
+                             "Points Possible" rows and Canvas's test student are skipped)
     Moodle's participants or grades export  First name, Surname, ID number, Email address, ...
 
 Which column of an LMS's export is the student's id (the folder in submitted/, and the column
@@ -17,8 +17,8 @@ of the Canvas import file it goes back to) is course.toml's choice:
     id = "SIS Login ID"     # default: "SIS User ID" (Canvas), "ID number" (Moodle)
 
 Names the LMSs give downloads:
-    Canvas  smithjohn_12345_67890_01_attention.ipynb       login, user id, submission id, file
-            smithjohn_LATE_12345_67890_01_attention-1.ipynb
+    Canvas  smithjohn_12345_67890_01_attention.ipynb       login, user id, attachment id, file
+            smithjohn_LATE_12345_67890_01_attention-1.ipynb  (LATE: Canvas's own late mark)
     Moodle  John Smith_1234567_assignsubmission_file_01_attention.ipynb
             (or a folder "John Smith_1234567_assignsubmission_file_/" holding the file)
 and any other, through a regular expression with a named group `student` (and, optionally,
@@ -51,8 +51,10 @@ KEPT = {"sis_user_id": "SIS User ID", "sis_login_id": "SIS Login ID", "section":
 ID_COLUMN = {"canvas": "SIS User ID", "moodle": "ID number"}  # course.toml's [roster] id
 MOODLE_NAMES = {"first_name": "First name", "last_name": "Surname", "email": "Email address"}
 
+# lib/content_zipper.rb of canvas-lms: sortable name (lower case, word characters only), LATE
+# where Canvas deems the submission late, user id, the attachment's id, its display name.
 CANVAS = re.compile(
-    r"^(?P<login>[^\W_]+)(?:_late)?_(?P<user>\d+)_(?P<submission>\d+)_(?P<file>.+)$",
+    r"^(?P<login>[^\W_]+)(?P<late>_LATE)?_(?P<user>\d+)_(?P<attachment>\d+)_(?P<file>.+)$",
     re.IGNORECASE,
 )
 MOODLE = re.compile(
@@ -69,6 +71,8 @@ class Named:
     lms_id: str = ""
     rest: str = ""  # what of the name is left to name the notebook
     time: str = ""  # the time the name carries (pattern's `time` group), as written
+    attachment: int | None = None  # Canvas's attachment id: grows with each upload
+    late: bool | None = None  # Canvas's LATE mark (True, or False where it has none)
 
 
 def fold(text: str) -> str:
@@ -89,7 +93,10 @@ def lms_name(name: str) -> Named | None:
         return Named(hit["name"].strip(), "moodle", hit["participant"], hit["file"])
     hit = CANVAS.match(name)
     if hit:
-        return Named(hit["login"], "canvas", hit["user"], hit["file"])
+        attachment, late = int(hit["attachment"]), bool(hit["late"])
+        return Named(
+            hit["login"], "canvas", hit["user"], hit["file"], attachment=attachment, late=late
+        )
     return None
 
 
@@ -133,10 +140,8 @@ def read_csv(path: Path, course: Path | None = None) -> list[dict]:
     rows, seen = [], {}
     for n, row in enumerate(reader, start=2):
         row = {k.strip(): (v or "").strip() or None for k, v in row.items() if k}
-        if lms == "canvas":
-            student = row.get("Student") or ""
-            if "Points Possible" in student or student == "Student, Test":
-                continue  # Canvas's points row and its test student are no one
+        if lms == "canvas" and _not_a_student(row):
+            continue
         row = _as_nbgrader(row, lms, id_column(course, lms) if lms != "nbgrader" else "id")
         if not row["id"]:
             raise GradingError(_no_id(path, n, lms, course, reader.fieldnames))
@@ -146,6 +151,16 @@ def read_csv(path: Path, course: Path | None = None) -> list[dict]:
         seen[key] = row["id"]
         rows.append(row)
     return rows
+
+
+def _not_a_student(row: dict) -> bool:
+    """Canvas's rows that are no one (lib/gradebook_exporter.rb): "Manual Posting", before the
+    points where an assignment's grades are posted by hand (no Student, no ID), "Points
+    Possible", and its test student."""
+    student = row.get("Student") or ""
+    return (
+        not (student or row.get("ID")) or "Points Possible" in student or student == "Student, Test"
+    )
 
 
 def _as_nbgrader(row: dict, lms: str, id_from: str) -> dict:
@@ -194,7 +209,20 @@ def import_roster(course: Path, path: Path) -> tuple[int, int]:
     writer.writeheader()
     writer.writerows({k: row.get(k) or "" for k in columns} for row in rows)
     (Path(course) / ROSTER_FILE).write_text(out.getvalue(), encoding="utf-8")
+    _keep_canvas_ids(course, path)
     return len(rows), sum(row["id"] not in known for row in rows)
+
+
+def _keep_canvas_ids(course: Path, path: Path) -> None:
+    """A Canvas export made after our first import names our columns with Canvas's ids
+    ("01_attention (7001)"): keep them, so the next canvas_import.csv updates those assignments.
+    An export made before that first import has none, and nothing is kept."""
+    from .gradesheet import keep_canvas_columns  # gradesheet imports this module
+
+    try:
+        keep_canvas_columns(course, path)
+    except GradingError:
+        pass
 
 
 def canvas_identities(course: Path):
@@ -223,6 +251,12 @@ class Roster:
         self.ids = [row["id"] for row in rows]
         self.by_id = {row["id"].casefold(): row["id"] for row in rows}
         self.by_lms = {row["lms_user_id"]: row["id"] for row in rows if row.get("lms_user_id")}
+        # What an instructor may type for a student besides the id: a login, an email.
+        self.by_handle: dict[str, set[str]] = {}
+        for row in rows:
+            for handle in (row.get("sis_login_id"), row.get("email"), row.get("lms_user_id")):
+                if handle:
+                    self.by_handle.setdefault(handle.casefold(), set()).add(row["id"])
         self.by_login: dict[str, set[str]] = {}
         self.by_name: dict[str, set[str]] = {}
         for row in rows:
@@ -249,6 +283,19 @@ class Roster:
         if named.how == "moodle":
             return self._one(self.by_name.get(fold(named.text), set()), named)
         return self.id_at_start(named.text)
+
+    def find(self, text: str) -> tuple[str | None, str]:
+        """The student an instructor names (--student): the roster id, else the SIS login,
+        email or Canvas user id, else the login of Canvas's file names ("smithjohn")."""
+        low = text.strip().casefold()
+        if low in self.by_id:
+            return self.by_id[low], ""
+        ids = self.by_handle.get(low) or self.by_login.get(squash(text), set())
+        if len(ids) == 1:
+            return next(iter(ids)), ""
+        if ids:
+            return None, f"{text!r} fits several on the roster ({', '.join(sorted(ids))})"
+        return None, f"{text!r} is not on the roster (its id, SIS login, email or Canvas login)"
 
     def id_at_start(self, text: str) -> tuple[str | None, str]:
         """The roster id the text is, or starts with before a separator: the longest one, so

@@ -16,6 +16,7 @@ from pathlib import Path
 from ..engine import autograde as engine
 from ..outcome import GRADED, Outcome
 from . import copies, deadlines, term_log
+from .names import namer
 
 QUIET = logging.getLogger("grader.nbgrader")
 
@@ -80,10 +81,11 @@ def _scope(students, notebooks) -> str:
     return said + (f" --notebook {' '.join(notebooks)}" if notebooks else "")
 
 
-def scores_table(outcomes: list[Outcome], isolated: str, notebooks: list) -> str:
-    """Students down, the assigned notebooks across (deadlines.notebooks): score / the release's
-    points, or why there is none; the total out of the same maximum for everyone, as the grade
-    sheet counts it; then the notes, grouped by kind."""
+def scores_table(outcomes: list[Outcome], isolated: str, notebooks: list, who=str) -> str:
+    """Students down (`who`: how to name them, names.namer), the assigned notebooks across
+    (deadlines.notebooks): score / the release's points, or why there is none; the total out of
+    the same maximum for everyone, as the grade sheet counts it; then the notes, grouped by
+    kind."""
     table = {(o.student, o.assignment): o for o in outcomes}
     out_of = sum(nb.out_of for nb in notebooks)
     lines = [
@@ -96,7 +98,7 @@ def scores_table(outcomes: list[Outcome], isolated: str, notebooks: list) -> str
         review_cell = "⚑ " + " · ".join(flagged) if flagged else ""
         cells = [_cell(o, nb) for o, nb in zip(mine, notebooks, strict=True)]
         total = _total(mine, notebooks)
-        lines.append(f"| {student} | " + " | ".join(cells) + f" | {total} | {review_cell} |")
+        lines.append(f"| {who(student)} | " + " | ".join(cells) + f" | {total} | {review_cell} |")
     counted = {nb.name for nb in notebooks}
     lines += ["", f"Sandbox: {isolated}.", _legend(notebooks)]
     lines += _notes([o for o in outcomes if o.assignment in counted])
@@ -124,12 +126,12 @@ def _cell(o: Outcome | None, nb) -> str:
 
 def _total(mine: list, notebooks: list) -> str:
     """The grade sheet's total: nothing handed in counts 0, and there is none while a notebook is
-    quarantined or failed."""
+    quarantined or failed, or has a written answer still to grade by hand."""
     total, out_of = 0.0, sum(nb.out_of for nb in notebooks)
     for o in mine:
         if o is None:
             continue
-        if o.status not in GRADED:
+        if o.status not in GRADED or o.needs_manual:
             return f"– / {out_of:g}"
         total += o.score - o.late_penalty
     return f"{total:g} / {out_of:g}"
@@ -160,7 +162,8 @@ REVIEW = (
     "Code in the student's own cells that touches the checking machinery (checkpoints, torch's "
     "attributes, sys.modules, trace hooks, input transformers, builtins, unittest.mock), and "
     "the student's own code that another source covers (the course's solution, the package's "
-    "reference or a classmate, with the share of the student's code it covers; side by side in "
+    "reference or a classmate: the share of the student's code it covers, the share of the "
+    "source the student's code holds, and the longest shared run; side by side in "
     "`make class-report`'s reports/copies/). A flag does not change a score; read the quoted line."
 )
 
@@ -194,7 +197,7 @@ def _late_note(o: Outcome) -> str:
 def write_scores_table(course: Path, outcomes: list[Outcome], isolated: str) -> None:
     folder = Path(course) / "reports"
     folder.mkdir(parents=True, exist_ok=True)
-    text = scores_table(outcomes, isolated, deadlines.notebooks(course))
+    text = scores_table(outcomes, isolated, deadlines.notebooks(course), namer(course))
     (folder / "autograde.md").write_text(text, encoding="utf-8")
     (folder / "autograde.json").write_text(
         json.dumps({"sandbox": isolated, "outcomes": [asdict(o) for o in outcomes]}, indent=2),

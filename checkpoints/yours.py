@@ -1,0 +1,63 @@
+"""The student's pieces from notebooks 01-03, found again and checked again (notebooks 02-06).
+
+transformer_lab/student.py finds the student's module (my_transformer.py) and imports each
+function; here each one that imports runs its own checkpoint again, quietly, before a notebook
+builds its model on it: a piece that fails is replaced by the course's, and the line that names
+the pieces says why. Grading uses the course's pieces without looking: every notebook is graded
+alone, on the code written in it.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from transformer_lab import student
+from transformer_lab.student import Pieces
+
+from ._core import CheckFailed, grading, quietly
+
+# Each piece's exercise: its checks module and visible checkpoint. Imported by name, not by an
+# import statement, because grading never runs them (`load` below): the rerun key, which reads a
+# notebook's imports, then regrades a notebook only for the checks of its own exercises.
+CHECKPOINTS = {
+    "attention": ("attention", "exercise_1"),
+    "mask": ("causal_mask", "exercise_2"),
+    "embedding": ("positions", "exercise_3"),
+}
+
+
+def _checkpoints():
+    """name -> the visible checkpoint of each piece's exercise."""
+    return {
+        name: getattr(importlib.import_module(f"{__package__}.{module}"), function)
+        for name, (module, function) in CHECKPOINTS.items()
+    }
+
+
+def checked(pieces: Pieces) -> Pieces:
+    """`pieces`, each of the student's that fails its checkpoint again replaced by the course's."""
+    checks = _checkpoints()
+    for piece in pieces:
+        if not piece.yours:
+            continue
+        try:
+            with quietly():
+                checks[piece.spec.name](piece.fn)
+        except CheckFailed as failure:
+            why = (
+                f"your {piece.spec.function} ({piece.why}) fails {piece.spec.exercise}'s "
+                f"checkpoint again: {failure}"
+            )
+            pieces = pieces._replace(**{piece.spec.name: piece.instead(why)})
+    return pieces
+
+
+def load(use_drive: bool | None = None, notebook: str = "04") -> Pieces:
+    """The pieces a model of notebook `notebook` runs on, and one printed line for each piece
+    written before it (02 names the attention; 04, 05 and 06 name all three)."""
+    if grading():
+        pieces = student.course_pieces("while grading, every notebook runs on its own code only")
+    else:
+        pieces = checked(student.load(use_drive))
+    print("\n".join(piece.line for piece in pieces if piece.spec.notebook < notebook))
+    return pieces

@@ -1,0 +1,106 @@
+"""Written answers still waiting for a hand grade: nbgrader's manually graded cells (notebook
+04's prediction) whose grade the gradebook marks `needs_manual_grade`, because nobody has
+graded them in the formgrader yet or because the answer changed since (nbgrader keeps the old
+hand score and asks for a second look).
+
+Until every such answer of a notebook is graded, the notebook's score is partial: the answer
+counts 0. `make export` and `make feedback` therefore leave it out of every file they write
+(the score empty, the status "needs hand grading") and say whose it is; `--partial` writes the
+partial score on purpose, marked as such.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from ..course import db_url
+from .names import namer
+
+NEEDS = "needs hand grading"  # the status of a notebook whose score is left empty
+PARTIAL = "partial: needs hand grading"  # ... and of one whose partial score is written anyway
+
+
+def waiting(course: Path, notebooks: list[str]) -> dict[tuple[str, str], list[str]]:
+    """(student, notebook) -> the grade ids of its written answers still to grade by hand,
+    read from the gradebook now (hand grades entered since the last autograde count)."""
+    course = Path(course)
+    if not (course / "gradebook.db").is_file():
+        return {}
+    from nbgrader.api import Gradebook
+
+    found: dict[tuple[str, str], list[str]] = {}
+    with Gradebook(db_url(course)) as gb:
+        known = {a.name for a in gb.assignments}
+        for name in (n for n in notebooks if n in known):
+            for submission in gb.assignment_submissions(name):
+                ids = [
+                    grade.name
+                    for notebook in submission.notebooks
+                    for grade in notebook.grades
+                    if grade.needs_manual_grade
+                ]
+                if ids:
+                    found[submission.student_id, name] = sorted(ids)
+    return found
+
+
+def summary(course: Path, pending: dict[tuple[str, str], list[str]], partial: bool) -> str:
+    """One paragraph for the terminal: how many answers, in which notebooks, whose, and what
+    the files written hold for them. Empty when nothing waits."""
+    if not pending:
+        return ""
+    who = namer(course)
+    answers = sum(len(ids) for ids in pending.values())
+    by_notebook: dict[str, list[str]] = {}
+    for student, name in sorted(pending):
+        by_notebook.setdefault(name, []).append(who(student))
+    lines = [
+        f"{answers} written answer{'s' * (answers != 1)} still need{'s' * (answers == 1)} a "
+        f"hand grade, in {len(pending)} notebook{'s' * (len(pending) != 1)} "
+        "(grade them in `make formgrader`, then run this again):"
+    ]
+    lines += [f"  {name}: {', '.join(people)}" for name, people in sorted(by_notebook.items())]
+    if partial:
+        lines.append(f"--partial: their scores are written as they stand, marked {PARTIAL!r}.")
+    else:
+        lines.append(
+            f"Those notebooks' scores are left empty, marked {NEEDS!r}, in every file written "
+            "(--partial writes the partial scores, marked so)."
+        )
+    return "\n".join(lines)
+
+
+BANNER = '<div class="alert alert-warning" id="hand-grading"><strong>{title}</strong> {text}</div>'
+WAITING_TEXT = (
+    "Your written answer ({ids}) has not been graded by hand yet; the score of this notebook "
+    "comes once it is. The checks below show how your code did."
+)
+PARTIAL_TEXT = (
+    "Your written answer ({ids}) has not been graded by hand yet and counts 0 for now: the "
+    "score below is partial."
+)
+SCORE = r"Score: -?[\d.]+ /"
+
+
+def mark_page(page: Path, name: str, ids: list[str], partial: bool) -> None:
+    """nbgrader's feedback page of a notebook with answers still to grade: a banner that says
+    so and, unless `partial`, no score where the notebook's total and those answers' scores
+    stood (the checks keep theirs: they are final)."""
+    text = page.read_text(encoding="utf-8")
+    if 'id="hand-grading"' in text:  # marked already
+        return
+    said = ", ".join(ids)
+    if partial:
+        banner = BANNER.format(title="Partial score.", text=PARTIAL_TEXT.format(ids=said))
+    else:
+        banner = BANNER.format(title="Not graded yet.", text=WAITING_TEXT.format(ids=said))
+        blank = f"Score: {NEEDS} /"
+        text = re.sub(rf"(<h4>{re.escape(name)} \(){SCORE}", rf"\g<1>{blank}", text, count=1)
+        for grade_id in ids:
+            anchor = re.escape(f'href="#{grade_id}"') + r"[^\n]*?\(" + SCORE
+            text = re.sub(anchor, lambda m: re.sub(SCORE, blank, m[0]), text, count=1)
+            anchor = re.escape(f'<a name="{grade_id}"></a>') + r".*?" + SCORE
+            text = re.sub(anchor, lambda m: re.sub(SCORE, blank, m[0]), text, count=1, flags=re.S)
+    text, found = re.subn(r"(<body[^>]*>)", lambda m: m[1] + "\n" + banner, text, count=1)
+    page.write_text(text if found else banner + "\n" + text, encoding="utf-8")

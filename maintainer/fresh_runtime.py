@@ -1,0 +1,151 @@
+"""A fresh Colab runtime, network aside: what tests/test_fresh_runtime.py runs every notebook in,
+and what `make core-minutes` times a setup cell in.
+
+An empty working folder, a fresh HOME and kernel, a stand-in `google.colab` imported at kernel
+start (as Colab does), and the course served from a local copy of this checkout, tagged with the
+ref the setup cell clones, instead of GitHub. pip installs into the runtime's own folder, never
+into the environment that runs it. The student's Drive is a folder that outlives every runtime.
+
+    python -m maintainer.fresh_runtime     # time the setup cell of a fresh runtime, 3 times
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+from . import ROOT, commit_label
+from .setup_cell import workshop_setup
+
+REF = "v-fresh-runtime-test"
+MEASURED = ROOT / "docs" / "fresh_runtime.json"  # `make core-minutes` writes it
+STANDIN_DRIVE = '''"""Stand-in for Colab's Drive: the student's Drive is $STANDIN_DRIVE."""
+import os
+
+
+def mount(mountpoint, force_remount=False, timeout_ms=120000, readonly=False):
+    storage = os.environ["STANDIN_DRIVE"]  # unset: as if the student refused the sign-in
+    os.makedirs(os.path.join(storage, "MyDrive"), exist_ok=True)
+    os.makedirs(os.path.dirname(mountpoint), exist_ok=True)
+    os.symlink(storage, mountpoint)
+'''
+
+
+def _git(*args: str, cwd: Path) -> None:
+    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True)
+
+
+def course_repository(repo: Path) -> Path:
+    """This checkout as it is now (committed or not), as a repository tagged with REF."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-co", "--exclude-standard", "-z"],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    for name in filter(None, listed.split("\0")):
+        if (ROOT / name).is_file():
+            (repo / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, repo / name)
+    _git("init", "-q", cwd=repo)
+    _git("add", "-A", cwd=repo)
+    _git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "course", cwd=repo)
+    _git("tag", REF, cwd=repo)
+    return repo
+
+
+def runtime_env(tmp_path: Path) -> dict[str, str]:
+    """HOME, PYTHONPATH and pip settings of a fresh runtime under tmp_path. No MPLBACKEND: as on
+    Colab, the kernel draws with matplotlib's inline backend, so that figures reach the notebook."""
+    home, site, standin = tmp_path / "home", tmp_path / "site", tmp_path / "standin"
+    startup = home / ".ipython" / "profile_default" / "startup"
+    startup.mkdir(parents=True)
+    (startup / "00-colab.py").write_text("import google.colab\n")  # Colab imports it at start
+    (standin / "google" / "colab").mkdir(parents=True)
+    (standin / "google" / "__init__.py").write_text("")
+    (standin / "google" / "colab" / "__init__.py").write_text('"""Stand-in for Colab."""\n')
+    (standin / "google" / "colab" / "drive.py").write_text(STANDIN_DRIVE)
+    site.mkdir()
+    return {
+        "PATH": os.environ["PATH"],
+        "HOME": str(home),
+        "PYTHONPATH": os.pathsep.join([str(standin), str(site)]),
+        "PIP_TARGET": str(site),
+        "PIP_NO_INDEX": "1",  # no network: what the runtime lacks is already here
+        "PIP_NO_BUILD_ISOLATION": "0",  # pip's spelling of "no isolation": setuptools is here
+        "PIP_QUIET": "1",
+        "TRANSFORMER_LAB_DATA": os.environ["TRANSFORMER_LAB_DATA"],
+        # Colab mounts the Drive at /content/drive; this runtime's own place stands in for it.
+        "TRANSFORMER_LAB_DRIVE": str(tmp_path / "mnt" / "drive"),
+        "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "2"),  # Colab has 2 cores
+        "LANG": "C.UTF-8",
+    }
+
+
+def setup_digest() -> str:
+    """What a measurement was taken of: the workshop setup cell, its address and ref aside."""
+    return hashlib.sha256(workshop_setup("URL", "REF").encode()).hexdigest()[:16]
+
+
+def time_setup(repository: Path, tmp_path: Path) -> dict[str, float]:
+    """Seconds of a fresh runtime's start: the kernel's, and the setup cell's (clone, install)."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(workshop_setup(repository.as_uri(), REF))]
+    content = tmp_path / "content"
+    content.mkdir(parents=True)
+    client = NotebookClient(nb, timeout=600, resources={"metadata": {"path": str(content)}})
+    started = time.perf_counter()
+    with client.setup_kernel(env=runtime_env(tmp_path), cwd=str(content)):
+        kernel = time.perf_counter()
+        client.execute_cell(nb.cells[0], 0)
+        done = time.perf_counter()
+    return {"kernel_start_s": kernel - started, "setup_cell_s": done - kernel}
+
+
+def measure(repeats: int = 3) -> dict:
+    """The median of `repeats` fresh runtimes' start, with where it was measured."""
+    runs = []
+    with tempfile.TemporaryDirectory(prefix="tl-fresh-") as tmp:
+        repository = course_repository(Path(tmp) / "origin")
+        for i in range(repeats):
+            runs.append(time_setup(repository, Path(tmp) / f"runtime{i}"))
+    commit, dirty = commit_label(10)
+    changes = " (uncommitted changes)" if dirty else ""
+    return {
+        "kernel_start_s": round(statistics.median(r["kernel_start_s"] for r in runs), 1),
+        "setup_cell_s": round(statistics.median(r["setup_cell_s"] for r in runs), 1),
+        "repeats": repeats,
+        "setup_digest": setup_digest(),
+        "where": (
+            f"{platform.machine()} {os.cpu_count()} CPUs, Python {platform.python_version()}, "
+            f"{datetime.now(UTC):%Y-%m-%d}, commit {commit}{changes}"
+        ),
+    }
+
+
+def recorded() -> dict:
+    return json.loads(MEASURED.read_text(encoding="utf-8"))
+
+
+def main() -> None:
+    result = measure()
+    MEASURED.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    print(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,184 @@
+"""The lecture's reading of its own table (Lab 5, "After the Lab"), point by point, held against
+this course's recorded runs: notebook 04's closing section.
+
+Each point is computed here as data (its numbers, which way each comparison falls, whether it
+differs from the lecture); its words are in templates/lecture_reading.md.j2. The lecture's
+measured figures are withheld from the course and not repeated: its reading is quoted in words,
+and what it fixes (the architectures, hence the parameter ratio; the test split; the GPT's
+scoring windows) is computed from the package.
+"""
+
+from __future__ import annotations
+
+from .baselines import BUDGETS_READ, recorded_rows, seed_nats
+from .text import render
+from .verdict import Gap
+
+A_FEW_HUNDREDTHS = (0.01, 0.1)  # nats: one hundredth or more, less than a tenth
+WIDE = A_FEW_HUNDREDTHS[1]  # a wide margin: a tenth of a nat or more, past "a few hundredths"
+ABOUT_AN_ORDER_OF_MAGNITUDE = (5.0, 20.0)  # a ratio of times within a factor of two of ten
+COUNTS = {"trigram": "trigram", "5gram": "5-gram"}  # the count-based rows (Lab 1)
+NAMES = {"gpt": "GPT", "lstm": "LSTM"}
+# The outcomes (`Gap.outcome`) that agree with what the lecture concludes about GPT against the
+# retrained LSTM at each budget. At full it reads "a tie, not a ranking" from a single seed: no
+# ranking, which a tie and "not settled" both keep to. At quick, the LSTM ahead, three seeds each.
+LECTURE_AGREES = {"full": ("tie", "unsettled"), "quick": ("LSTM",)}
+
+
+def _where(value: float, band: tuple[float, float]) -> str:
+    return "below" if value < band[0] else "above" if value >= band[1] else "within"
+
+
+def _seeds(entry: dict, run: dict) -> list[str]:
+    """The seeds a row was measured with: its own, else those of its run."""
+    return sorted(seed_nats(entry) or map(str, run["provenance"]["seeds"]), key=int)
+
+
+def gap_of(run: dict) -> Gap:
+    """GPT against LSTM in one run, each model's test loss per seed. A row recorded without
+    seeds of its own counts as one measurement, at its run's first seed."""
+    rows = recorded_rows(run)
+
+    def per_seed(name: str) -> dict[str, float]:
+        own = str(run["provenance"]["seeds"][0])
+        return seed_nats(rows[name]) or {own: rows[name]["nats"]}
+
+    return Gap(per_seed("gpt"), per_seed("lstm"))
+
+
+def counts_margin(budget: str, key: str, run: dict) -> dict:
+    rows = recorded_rows(run)
+    point = {"kind": "counts", "budget": budget, "key": key, "differs": []}
+    counts = {name: rows[name]["nats"] for name in COUNTS if name in rows}
+    if not counts:
+        return point | {"recorded": False}
+    best = min(counts, key=counts.get)
+    weaker = max(("gpt", "lstm"), key=lambda name: rows[name]["nats"])
+    margin = counts[best] - rows[weaker]["nats"]
+    return point | {
+        "recorded": True,
+        "best": COUNTS[best],
+        "best_nats": counts[best],
+        "weaker": NAMES[weaker],
+        "weaker_nats": rows[weaker]["nats"],
+        "margin": margin,
+        "wide": margin >= WIDE,
+        "differs": [] if margin >= WIDE else ["counts"],
+    }
+
+
+def lstm_rows(budget: str, key: str, run: dict) -> dict:
+    lstm, lab3 = recorded_rows(run)["lstm"], recorded_rows(run).get("lstm_lab3")
+    point = {"kind": "lstm_rows", "budget": budget, "key": key, "differs": []}
+    if lab3 is None:
+        return point | {"recorded": False}
+    moved = lab3["nats"] - lstm["nats"]  # above 0: the GPT's loop did better
+    where = _where(abs(moved), A_FEW_HUNDREDTHS)
+    return point | {
+        "recorded": True,
+        "lab3": lab3,
+        "lstm": lstm,
+        "seeds": _seeds(lstm, run),
+        "moved": moved,
+        "where": where,
+        "differs": [] if where == "within" else ["lstm_rows"],
+    }
+
+
+def gpt_against_lstm(budget: str, key: str, run: dict) -> dict:
+    gap = gap_of(run)
+    agrees = gap.outcome in LECTURE_AGREES[budget]
+    return {
+        "kind": "verdict",
+        "budget": budget,
+        "key": key,
+        "gap": gap,
+        "outcome": gap.outcome,
+        "lecture": LECTURE_AGREES[budget][0],
+        "differs": [] if agrees else ["verdict"],
+    }
+
+
+def _lecture_parameters() -> tuple[int, int]:
+    """The parameters of the lecture's mini-GPT and LSTM, counted on the package's models."""
+    from .lstm import CharLSTM
+    from .model import MiniGPT, count_parameters
+
+    return count_parameters(MiniGPT()), count_parameters(CharLSTM())
+
+
+def _times(budget: str, key: str, run: dict) -> dict | None:
+    gpt, lstm, p = recorded_rows(run)["gpt"], recorded_rows(run)["lstm"], run["provenance"]
+    if not gpt.get("train_seconds") or not lstm.get("train_seconds"):
+        return None
+    return {
+        "budget": budget,
+        "key": key,
+        "device": p["device"],
+        "precision": p["precision"],
+        "gpt": gpt["train_seconds"],
+        "lstm": lstm["train_seconds"],
+        "ratio": gpt["train_seconds"] / lstm["train_seconds"],
+        "mean": len(_seeds(gpt, run)) > 1,
+        "cpu": run.get("device_class", key.split("/")[1]) == "cpu",
+    }
+
+
+def stated_budget(found: dict[str, tuple[str, dict]]) -> dict:
+    lecture_gpt, lecture_lstm = _lecture_parameters()
+    key, run = next(iter(found.values()))
+    gpt, lstm = recorded_rows(run)["gpt"]["parameters"], recorded_rows(run)["lstm"]["parameters"]
+    times = [t for t in (_times(b, *found[b]) for b in found) if t]
+    full = next((t for t in times if t["budget"] == "full"), None)
+    where = _where(full["ratio"], ABOUT_AN_ORDER_OF_MAGNITUDE) if full else "within"
+    differs = ["parameters"] if f"{gpt / lstm:.1f}" != f"{lecture_gpt / lecture_lstm:.1f}" else []
+    return {
+        "kind": "stated_budget",
+        "lecture_gpt": lecture_gpt,
+        "lecture_lstm": lecture_lstm,
+        "key": key,
+        "gpt": gpt,
+        "lstm": lstm,
+        "times": times,
+        "full": full,
+        "full_where": where,
+        "differs": differs + ([] if where == "within" else ["time"]),
+    }
+
+
+def same_characters() -> dict:
+    from .data import CORPUS_CHARS, TEST_CHARS, VAL_END
+    from .evaluate import gpt_windows
+    from .model import GPTConfig
+
+    T_max = GPTConfig().T_max
+    first = min(j0 for _, j0 in gpt_windows(VAL_END, CORPUS_CHARS, T_max))
+    return {
+        "kind": "context",
+        "test_characters": TEST_CHARS,
+        "T_max": T_max,
+        "shift": T_max // 2,
+        "first": first + 1,
+        "differs": [],
+    }
+
+
+def points(found: dict[str, tuple[str, dict]]) -> list[dict]:
+    """The lecture's points in its order, each as the data its sentence is written from."""
+    result = [counts_margin(b, *found[b]) for b in found]
+    if "full" in found:
+        result.append(lstm_rows("full", *found["full"]))
+    result += [gpt_against_lstm(b, *found[b]) for b in found]
+    return result + [stated_budget(found), same_characters()]
+
+
+def reading(found: dict[str, tuple[str, dict]]) -> str:
+    """Markdown: every point against the runs `found` ({budget: (key, run)}), then where the
+    course differs from the lecture."""
+    read = points(found) if found else []
+    return render(
+        "lecture_reading.md.j2",
+        missing=[budget for budget in BUDGETS_READ if budget not in found],
+        points=read,
+        differences=[(clause, point) for point in read for clause in point["differs"]],
+    )
