@@ -30,6 +30,9 @@ USE_DRIVE = None  # on Colab, keep your code in Google Drive? None: ask; True: y
 
 # %%
 import inspect
+import math
+
+import torch
 
 import transformer_lab as tl
 from checkpoints import attention as check
@@ -44,14 +47,15 @@ DEVICE, BUDGET = tl.start_notebook(MODE, DEVICE)
 # $$h_t^{(0)} = e_{w_t} + p_t, \qquad H^{(\ell)} = \mathrm{Block}_\ell(H^{(\ell-1)}), \qquad
 #   z_t = W_o\,\mathrm{LN}(h_t^{(n_\ell)}) + b_o .$$
 #
-# The next cell prints it layer by layer (the four identical blocks once, as `4 x Block`), then
-# the lines of `MultiHeadAttention.forward` that cut the queries, keys and values into heads.
+# The next cell prints it layer by layer (the four identical blocks once), then the lines of
+# `MultiHeadAttention.forward` that cut the queries, keys and values into heads.
 #
-# <details><summary>How to read the print</summary>
+# <details><summary>Reading the print</summary>
 #
 # Every layer comes in the order the data meets it, with its shape and whether it has a bias
 # (`bias=True`): `MultiHeadAttention` (Equation 7), `FeedForward` (Equation 10), `Block`
-# (Equation 12) and `MiniGPT` (Equation 14).
+# (Equation 12) and `MiniGPT` (Equation 14). PyTorch prints the four identical blocks once, as
+# `4 x Block`.
 #
 # </details>
 
@@ -65,11 +69,10 @@ print("\n".join(forward[start : start + 4]))  # split, and the Q, K, V it makes
 # %% [markdown]
 # In `read_the_model`, write two lines:
 #
-# 1. `attention`: the parameters of one attention layer, read off its four `Linear` lines above,
-#    in terms of `d_model` (the stub counts the rest of the model from the sizes it is given;
-#    the checkpoint tries other sizes too, so a number read from a page will not pass);
+# 1. `attention`: the parameters of one attention layer, from its four `Linear` lines above, in
+#    terms of `d_model` (the stub counts the rest; the checkpoint tries other sizes too);
 # 2. `attention_input_shape`: the shape of `Q` when `MultiHeadAttention` calls the attention
-#    function, a tuple of names from `"B"`, `"T"`, `"n_heads"`, `"d_k"`, `"d_model"`.
+#    function, as names from `"B"`, `"T"`, `"n_heads"`, `"d_k"`, `"d_model"`.
 #
 # <details><summary>Hint</summary>
 #
@@ -125,10 +128,7 @@ check.exercise_0(read_the_model)
 # The checkpoint watches the calls your code makes, so an alias or a saved reference fails too.
 
 # %%
-import math
-
 import matplotlib.pyplot as plt
-import torch
 
 from transformer_lab.plots import plot_score_spread
 

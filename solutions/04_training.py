@@ -1,10 +1,10 @@
 # %% [markdown]
 # # Lab 5 · Notebook 4 — Train the mini-GPT and compare it with the LSTM
 #
-# Part B: your model of notebooks 01–03 learns. **Exercise 4** writes the loss; you predict,
-# train the mini-GPT and the LSTM, and read the results table.
+# Part B: your model of 01–03 learns. **Exercise 4** writes its loss; then you predict, train
+# and compare.
 #
-# <details><summary>More about this notebook</summary>
+# <details><summary>More</summary>
 #
 # Your pieces were kept when their checkpoints passed: your attention (01), your mask (02) and
 # your input step (03); where one is missing, the course's stands in. Every row of the results
@@ -56,9 +56,9 @@ pieces = yours.load(USE_DRIVE)  # the mini-GPT below is built from these
 # $$\mathcal L = -\frac{1}{T}\sum_{t=1}^{T}\log \hat y_t[w_{t+1}] \ \text{(nats)}, \qquad
 #   \mathrm{PPL} = \exp(\mathcal L), \qquad \text{bits per character} = \mathcal L / \ln 2 .$$
 #
-# Write `lm_metrics(logits, targets)`: `logits` is `(B, T, vocab)`, `targets` is `(B, T)` of
-# character ids. Average over **every position of every sequence** and return three Python
-# floats `(nats, perplexity, bits)`.
+# Write `lm_metrics(logits, targets)`: `logits` is `(B, T, vocab)`, `targets` is `(B, T)`.
+# Average over **every position of every sequence** and return three floats
+# `(nats, perplexity, bits)`.
 
 # %% [markdown]
 # <details><summary>Hint</summary>
@@ -93,9 +93,9 @@ hidden.exercise_4(lm_metrics)
 # ### Your prediction (before you train)
 #
 # The mini-GPT has 824,897 parameters and reads at most 128 characters; the LSTM has 350,593
-# and carries its state through the whole test split; both get the same loop, budget and
-# batches. **Which will reach the lower test loss at this notebook's budget, and why?** Two or
-# three sentences: there is no single right answer, only reasons.
+# and carries its state through the whole test split; both get the same loop and budget.
+# **Which will reach the lower test loss at this notebook's budget, and why?** Two or three
+# sentences: reasons count, not the outcome.
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "ex4_prediction", "locked": false, "points": 1, "solution": true, "schema_version": 3}
 # ### BEGIN SOLUTION
@@ -113,13 +113,8 @@ hidden.exercise_4(lm_metrics)
 # the run does not matter: a well-argued prediction that turns out wrong earns the point.
 # ### END SOLUTION
 
-# %% [markdown]
-# ## The baselines: character n-grams (Lab 1)
-#
-# Counts from the training split, add-$k$ smoothing; their rows join the results table below.
-
 # %%
-rows = []
+rows = []  # the baselines: Lab 1's character n-grams, add-k smoothed; rows of the table below
 for name, order, k in (("trigram, add-k 0.1", 3, 0.1), ("5-gram, add-k 0.01", 5, 0.01)):
     score = tl.evaluate_ngram(corpus, order, k, characters=BUDGET.test_characters)
     rows.append(ResultRow.from_score(f"character {name}", 1, score))
@@ -134,7 +129,7 @@ record(RESULTS, {"rows": {"trigram": rows[0].as_dict(), "5gram": rows[1].as_dict
 # `train_lm` is the provided loop; each step of the GPT calls your pieces (`pieces.model()`).
 # The LSTM is Lab 3's, trained the same way: the fair partner.
 #
-# <details><summary>The loop, and which code it runs</summary>
+# <details><summary>The loop</summary>
 #
 # AdamW, a linear warm-up, cosine decay, gradient clipping at 1.0, and a validation estimate
 # every few hundred steps. Its learning rate was picked by a short sweep on the validation split
@@ -155,14 +150,14 @@ def train_and_score(name, make_model, evaluate, seed, label):
     """Train one model with the provided loop at this notebook's budget; score it on test."""
     torch.manual_seed(seed)
     model = make_model()
-    lr, run = tl.DEFAULT_LR[name], f"{name}, seed {seed}"
-    history = tl.train_lm(model, corpus, BUDGET, lr=lr, seed=seed, desc=run)
+    lr = tl.DEFAULT_LR[name]
+    history = tl.train_lm(model, corpus, BUDGET, lr=lr, seed=seed, desc=f"{name}, seed {seed}")
     score = evaluate(model, corpus, characters=BUDGET.test_characters)
     size = {"parameters": tl.count_parameters(model), "train_seconds": history.wall_time_s}
     row = ResultRow.from_score(
         label, 5, score, steps=BUDGET.steps, batch_size=BUDGET.batch_size, **size
     )
-    print(f"{run}: trained in {history.wall_time_s:.0f} s; test {row.nats:.4f} nats")
+    print(f"{name}, seed {seed}: trained in {history.wall_time_s:.0f} s; test {row.nats:.4f} nats")
     return model, history, row
 
 
@@ -188,9 +183,9 @@ plt.show()
 # %% [markdown]
 # ## The results table
 #
-# Every row: the same 60,394 test characters, in nats per character.
+# Every row: nats per character on the same 60,394 test characters.
 #
-# <details><summary>How each model reads the test split</summary>
+# <details><summary>How each model reads</summary>
 #
 # The GPT reads windows of 128 moved by 64 and is scored on the second half of each (65 to 128
 # characters of context); the LSTM carries its state across the whole split.
@@ -203,9 +198,7 @@ table = rows[:2] + ([lab3] if lab3 else []) + rows[2:][::-1]
 display(Markdown(results_markdown(table)))
 notes = [f"The mini-GPT of this table is built from {pieces.names()}."]
 if BUDGET.test_characters:
-    notes.append(
-        f"(budget {BUDGET.name}: the first {BUDGET.test_characters:,} test characters only)"
-    )
+    notes.append(f"(budget {BUDGET.name}: the first {BUDGET.test_characters:,} test characters)")
 if lab3 is None:
     notes.append("Lab 3's LSTM row is not recorded yet (data/baselines.json).")
 print("\n".join(notes))
@@ -213,8 +206,7 @@ print("\n".join(notes))
 # %% [markdown]
 # ### Checkpoint 4b · The trained model still does not read the future
 #
-# Notebook 03's leak test on the trained weights, then the one comparison asserted here: the
-# mini-GPT lands well below the trigram.
+# Notebook 03's leak test on the trained weights; and the GPT must land well below the trigram.
 
 # %%
 trained_leak = model_leak_test(gpt, "the trained mini-GPT", pieces=pieces)
@@ -260,10 +252,10 @@ if RESULTS is not None and BUDGET.name == "full":
     record(RESULTS, {"rows": {"lstm_lab3": lab3_row.as_dict()}})
 
 # %% [markdown]
-# The next cell saves the model for 05 and 06 and, on Colab, copies it into your Drive now,
-# long before this notebook ends.
+# The next cell saves the model for 05 and 06 and, on Colab, copies it to your Drive now, not
+# at the end.
 #
-# <details><summary>Where the model goes</summary>
+# <details><summary>Where it goes</summary>
 #
 # The file lands beside this notebook, which is enough where the notebooks share a folder (a
 # local Jupyter). On Colab every notebook runs on a machine of its own and this file is gone with
@@ -332,8 +324,8 @@ print(
 # the two LSTM rows, GPT against the retrained LSTM at each budget (one verdict per budget: the
 # gap between the mean losses against its own 95 % interval over the seeds, paired seed by
 # seed; fewer than three seeds of each model settle nothing), the budget in parameters and
-# training time, and the context each model reads. Where this course's numbers differ from the lecture's, it says
-# so.
+# training time, and the context each model reads. Where this course's numbers differ from the
+# lecture's, it says so.
 
 # %%
 display(Markdown(lecture_comparison(DEVICE)))

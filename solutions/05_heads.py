@@ -1,14 +1,14 @@
 # %% [markdown]
 # # Lab 5 · Notebook 5 — Looking at the heads
 #
-# Part B, last step: the trained mini-GPT's 16 heads (4 layers of 4). **Exercise 5** (7 min):
-# summarize each head by how far back it reads, then look at the first and the last layer.
-# **After the lab**, at the end: one head reading `To be,`, and what such pictures say.
+# **Exercise 5** measures how far back each of the 16 trained heads reads.
 #
-# <details><summary>How the exercise works</summary>
+# <details><summary>More</summary>
 #
-# As before, the exercise is a `# TODO` stub with a folded **hint** above it, and the
-# **checkpoint** under it passes with a ✅ line or names the likely mistake.
+# After the exercise, look at the weights of the first and the last layer. **After the lab**, at
+# the end: one head reading `To be,`, and what such pictures say. As before, the exercise is a
+# `# TODO` stub with a folded **hint** above it, and the **checkpoint** under it passes with a ✅
+# line or names the likely mistake.
 #
 # </details>
 
@@ -27,61 +27,28 @@ USE_DRIVE = None  # on Colab, look for your model in Google Drive? None: ask; Tr
 # %%
 import matplotlib.pyplot as plt
 import torch
-from matplotlib.patches import Rectangle
 
 import transformer_lab as tl
 from checkpoints import heads as check
 from checkpoints import yours
-from transformer_lab.baselines import recorded_distances, run_key
 
 DEVICE, BUDGET = tl.start_notebook(MODE, DEVICE)
-
-# %% [markdown]
-# ## The model you are looking at
-#
-# The next cell loads the model you trained in notebook 04 if it finds it, else the one the
-# course recorded, and prints which: every number below belongs to that model. It runs on your
-# pieces from notebooks 01–03 where it finds them (one line each says whose): the weights $A$
-# below are what your attention function returns.
 
 # %%
 corpus = tl.load_corpus(DEVICE)
 model, info, run, origin = tl.load_trained_gpt(BUDGET.name, DEVICE, use_drive=USE_DRIVE)
-pieces = yours.load(USE_DRIVE)
-model = pieces.plug(model)
-budget = tl.BUDGETS.get(info.get("budget"))
-described = (
-    f"{budget.name} budget (batch {budget.batch_size} x {budget.steps:,} steps)"
-    if budget
-    else "budget not recorded"
-)
-losses = [
-    f"{k.removesuffix('_nats')} loss {v:.3f} nats" for k, v in info.items() if k.endswith("_nats")
-]
-facts = [described, f"seed {info.get('seed', '?')}", *losses]
-print(f"Looking at {origin}.")
-print("That model: " + ", ".join(facts) + ".")
-if budget and budget.name in ("smoke", "grade") and BUDGET.name in ("quick", "full"):
-    print(
-        f"Warning: this model trained for only {budget.steps} steps, so its heads are close to "
-        f"their random start. Run notebook 04 at the {BUDGET.name} budget first, or, to use the "
-        f"recorded model, move that {tl.TRAINED_GPT} away (see above) and rerun this cell."
-    )
+model = yours.load(USE_DRIVE).plug(model)  # on your pieces of 01-03: A is what yours returns
+print(f"Looking at {origin}.")  # its budget: a smoke model's few steps leave its heads random
 
 # %% [markdown]
 # ## Exercise 5 · Looking at the heads (7 min)
 #
-# The **mean attention distance** of a head, in characters, is how far back its queries read on
-# average:
+# The **mean attention distance** of a head, in characters, is how far back its queries read:
 #
 # $$D = \frac{1}{T}\sum_{t=0}^{T-1}\;\sum_{i=0}^{t} \alpha_{t,i}\,(t-i).$$
 #
-# Write `mean_attention_distance(A)`:
-#
-# - `A` has shape `(..., T, T)`: queries down the rows, keys across the columns, any number of
-#   leading dimensions. The model returns `(n_layers, B, n_heads, T, T)`.
-# - Return a tensor of shape `(...)`: one $D$ per leading index, in `A`'s dtype, on `A`'s device.
-#   No Python loop over heads is needed.
+# Write `mean_attention_distance(A)` for `A` of shape `(..., T, T)` (queries down the rows): one
+# $D$ per leading index, shape `(...)`, in `A`'s dtype and on its device, with no Python loop.
 
 # %% [markdown]
 # <details><summary>Hint</summary>
@@ -100,8 +67,7 @@ if budget and budget.name in ("smoke", "grade") and BUDGET.name in ("quick", "fu
 def mean_attention_distance(A):
     """A: (..., T, T) causal attention weights -> (...): mean over t of sum_i A[t, i] (t - i)."""
     ### BEGIN SOLUTION
-    T = A.shape[-1]
-    positions = torch.arange(T, device=A.device)
+    positions = torch.arange(A.shape[-1], device=A.device)
     offsets = (positions[:, None] - positions[None, :]).to(A.dtype)  # (T, T): entry t - i
     return (A * offsets).sum(dim=-1).mean(dim=-1)  # sum over keys i, mean over queries t
     ### END SOLUTION
@@ -116,82 +82,56 @@ hidden.exercise_5(mean_attention_distance)
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# ## All 16 heads on real text
-#
-# The next cell runs the model on 16 windows of 128 characters from the **validation** split
-# (text it was not trained on), asks for the weights of every head and averages $D$ over the 16
-# windows.
+# ## All 16 heads on validation text
 
 # %%
-WINDOWS = 16
-T = model.config.T_max
-g = torch.Generator().manual_seed(0)  # a CPU generator: the same windows on every device
-windows, _ = tl.sample_batch(corpus.val, WINDOWS, T, g)  # (B, T) character ids
+WINDOWS, T = 16, model.config.T_max
+# (B, T) character ids, from a CPU generator: the same windows on every device
+windows, _ = tl.sample_batch(corpus.val, WINDOWS, T, torch.Generator().manual_seed(0))
 with torch.no_grad():
     _, A = model(windows, return_attention=True)  # (n_layers, B, n_heads, T, T)
 distances = mean_attention_distance(A).mean(dim=1).float().cpu()  # (n_layers, n_heads)
-
 n_layers, n_heads = distances.shape
-print(f"mean attention distance in characters, {WINDOWS} validation windows of T = {T}")
-print("          " + "".join(f"  head {r + 1}" for r in range(n_heads)))
-for layer in range(n_layers):
-    print(f"layer {layer + 1}   " + "".join(f"{d:8.2f}" for d in distances[layer].tolist()))
 
-fig, ax = plt.subplots(figsize=(5.6, 4.0))
+fig, ax = plt.subplots(figsize=(5.6, 4.0), layout="constrained")
 image = ax.imshow(distances, cmap="magma", vmin=0, vmax=(T - 1) / 4)
 for layer in range(n_layers):
     for r in range(n_heads):
-        d = distances[layer, r].item()
-        ink = "black" if d > (T - 1) / 8 else "white"  # readable on the dark end of the map
-        ax.text(r, layer, f"{d:.1f}", ha="center", va="center", fontsize=9, color=ink)
+        ax.text(r, layer, f"{distances[layer, r]:.1f}", ha="center", va="center", color="0.5")
 ax.set_xticks(range(n_heads), [f"head {r + 1}" for r in range(n_heads)])
 ax.set_yticks(range(n_layers), [f"layer {layer + 1}" for layer in range(n_layers)])
-ax.set_title("How far back each head reads (characters)")
-fig.colorbar(image, ax=ax, label="mean distance D (31.75 = uniform)")
-fig.tight_layout()
+ax.set_title(f"How far back each head reads (characters), {WINDOWS} windows of T = {T}")
+fig.colorbar(image, ax=ax, label=f"mean distance D ({(T - 1) / 4} = uniform)")
 plt.show()
 
 # %% tags=["maintainer"]
 record(RESULTS, {"mean_attention_distance": distances.tolist()})
 
 # %% [markdown]
-# ## The weights of the first and the last layer
-#
-# One window of text, every head of layer 1 and of layer 4. Row $t$ is query $t$, column $i$ is
-# key $i$; brighter means more weight. The upper triangle is exactly 0 (the causal mask).
+# ## The weights of the first and the last layer (brighter: more weight)
 
 # %%
 val_start = len(corpus.train)  # the validation split follows the training split
 start = corpus.text.index("\n", val_start + 2_000) + 1 - val_start  # a line start
 shown = corpus.val[start : start + 64][None]  # (1, 64) character ids
-print(repr(corpus.vocab.decode(shown[0])))
 with torch.no_grad():
     _, A_window = model(shown, return_attention=True)  # (n_layers, 1, n_heads, 64, 64)
 A_window = A_window[:, 0].float().cpu()  # (n_layers, n_heads, 64, 64)
-window_distances = mean_attention_distance(A_window)  # (n_layers, n_heads): D of this window
+D_window = mean_attention_distance(A_window)  # (n_layers, n_heads): D of this window
 
-fig, axes = plt.subplots(2, n_heads, figsize=(3.1 * n_heads, 6.4))
+fig, axes = plt.subplots(2, n_heads, figsize=(2.4 * n_heads, 5.0), layout="constrained")
 for row, layer in enumerate((0, n_layers - 1)):
     for r in range(n_heads):
-        ax = axes[row, r]
-        ax.imshow(A_window[layer, r], cmap="viridis", vmin=0, vmax=1)
-        ax.set_title(
-            f"layer {layer + 1} · head {r + 1}  (D = {window_distances[layer, r]:.1f})",
-            fontsize=9,
-        )
-        ax.set_xlabel("key i", fontsize=8)
-        ax.set_ylabel("query t", fontsize=8)
-        ax.tick_params(labelsize=7)
-fig.suptitle(
-    "A for every head of the first and the last layer, one 64-character window "
-    f"(D of this window; a uniform head scores {(shown.shape[1] - 1) / 4})"
-)
-fig.tight_layout()
+        axes[row, r].imshow(A_window[layer, r], cmap="viridis", vmin=0, vmax=1)
+        axes[row, r].set_title(f"layer {layer + 1} · head {r + 1}, D {D_window[layer, r]:.1f}")
+fig.supxlabel("key i")
+fig.supylabel("query t")
+# the text of the window, and the D of a head that spreads its weight evenly over it
+fig.suptitle(f"{corpus.vocab.decode(shown[0])!r}\n(a uniform head: D = {(shown.shape[1] - 1) / 4})")
 plt.show()
 
 # %% [markdown]
-# **End of the core path.** Notebook 06 is the optional challenge: write the multi-head layer and
-# the block yourself.
+# **End of the core path.** Notebook 06 is the optional challenge.
 
 # %% [markdown]
 # ## After the lab · for reading afterwards
@@ -227,10 +167,10 @@ plt.show()
 # $(T-1)/4 = 31.75$. No head can score more than $(T-1)/2 = 63.5$, because early queries have
 # little to look back on.
 #
-# **Look back.** Which layer holds the heads that read furthest back in your table: the first,
-# or the last? Is that what you expected?
+# **Look back.** Which layer holds the heads that read furthest back in your map of distances:
+# the first, or the last? Is that what you expected?
 #
-# Layers and heads are numbered from 1 in the table above, as in the lecture; in code, layer 1
+# Layers and heads are numbered from 1 in the map above, as in the lecture; in code, layer 1
 # is index 0.
 #
 # The checkpoint of Exercise 5 starts with three matrices whose answer you can work out in your
@@ -241,7 +181,7 @@ plt.show()
 # ### What to look for in the weights of the first and the last layer
 #
 # **Look for:** heads whose weight hugs the diagonal (the last few characters), heads with
-# vertical stripes (one position read by many later queries: the printed text tells you which
+# vertical stripes (one position read by many later queries: the text above the maps tells you which
 # character sits there), and heads that smear their weight over the whole past.
 
 # %% [markdown]
@@ -250,9 +190,11 @@ plt.show()
 # Distances belong to one model: they change with the budget, the seed and the machine. So the
 # next cell shows recorded distances only when you are looking at a recorded model, and then
 # those of that model's own run (from `data/baselines.json`), saying which run it is and why.
-# For your own model nothing recorded belongs beside it: the table above is its measurement.
+# For your own model nothing recorded belongs beside it: the map above is its measurement.
 
 # %%
+from transformer_lab.baselines import recorded_distances, run_key
+
 print(recorded_distances(run, run_key(BUDGET.name, DEVICE)))
 
 # %% [markdown]
@@ -260,11 +202,13 @@ print(recorded_distances(run, run_key(BUDGET.name, DEVICE)))
 #
 # The lecture's Figure 2 shows one head of a trained mini-GPT on the six characters `To be,`.
 # The next cell draws the same picture for **your** model. It picks the head of the **last
-# layer with the largest mean attention distance** in the table above: a head that spreads its
+# layer with the largest mean attention distance** in the map above: a head that spreads its
 # weight fills the triangle, where a head that reads only the current character would show a
 # diagonal and little else. The cells above the diagonal are hatched: their weight is 0.
 
 # %%
+from matplotlib.patches import Rectangle
+
 TEXT = "To be,"
 head = int(distances[-1].argmax())
 ids = torch.tensor([corpus.vocab.encode(TEXT)], device=DEVICE)

@@ -20,10 +20,12 @@ LECTURE = SHARED / "lecture" / "lab5_the_transformer.txt"
 ROWS = core_minutes.estimates()
 ESTIMATES = {e.exercise: e for e in ROWS if e.lecture is not None}
 CORE = sorted({e.name for e in ROWS if e.lecture is not None})
-# Past their minutes when this was written (docs/core_path.md has the figures; the notebooks'
-# content owner trims them, issue 35.4). Each is marked with the figure measured now; one that
-# comes to fit passes as XPASS: then take it out of this set.
-KNOWN_OVERRUNS = {"Exercise 0", "Exercise 2", "Exercise 3", "Exercise 4", "Exercise 5", "total"}
+# Past their minutes when this was written (docs/core_path.md has the figures). Each is marked
+# with the figure measured now; one that comes to fit passes as XPASS: then take it out of this
+# set. Exercise 0 cannot fit its 3.5 minutes as counted: the runtime's start (0.6 min), its one
+# retry (1.0), the printed model (0.6) and its two written lines (1.5) come to 3.7 before a word
+# is read (issue 35.4).
+KNOWN_OVERRUNS = {"Exercise 0"}
 
 
 def _held(name: str, where: str) -> tuple[float, float]:

@@ -75,9 +75,8 @@ def test_smoke_run_end_to_end(tmp_path, capfd):
         assert alarm not in shown.out + shown.err
     # each model's training bar, as it goes: step, time left, loss; then its seed's result
     for model in ("gpt", "lstm"):
-        bars = re.findall(
-            rf"^\[smoke/cpu 04_training\] {model}: .*\| (\d+)/30 \[.*<.*loss=", shown.out, re.M
-        )
+        bar = rf"^\[smoke/cpu 04_training\] {model}, seed \d+: .*\| (\d+)/30 \[.*<.*loss="
+        bars = re.findall(bar, shown.out, re.M)
         assert bars, shown.out[-3000:]
         for seed in (0, 1):
             assert f"[smoke/cpu 04_training] {model}, seed {seed}: trained in" in shown.out

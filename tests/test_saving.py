@@ -78,8 +78,14 @@ def colab(tmp_path, monkeypatch):
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         Path(path).symlink_to(storage, target_is_directory=True)
 
+    flushed = []
+
+    def flush_and_unmount(timeout_ms=24 * 3600 * 1000):
+        flushed.append(mountpoint)
+        mountpoint.unlink()
+
     drive = types.ModuleType("google.colab.drive")
-    drive.mount = mount
+    drive.mount, drive.flush_and_unmount = mount, flush_and_unmount
     colab = types.ModuleType("google.colab")
     colab.drive = drive
     google = types.ModuleType("google")
@@ -95,8 +101,10 @@ def colab(tmp_path, monkeypatch):
         storage=storage,
         mountpoint=mountpoint,
         mounts=mounts,
+        flushed=flushed,
         model=storage / "MyDrive" / "transformer-lab" / "mini_gpt.pt",
-        unmount=lambda: mountpoint.unlink(),  # a fresh runtime: the Drive is not mounted
+        # a fresh runtime: the Drive is not mounted
+        unmount=lambda: mountpoint.unlink(missing_ok=True),
     )
 
 
@@ -205,12 +213,14 @@ def test_04_copies_the_model_to_the_drive_only_when_the_student_agrees(runtime, 
     said = save_to_drive(saved)
     assert colab.model.read_bytes() == saved.read_bytes() and colab.mounts
     assert "MyDrive/transformer-lab/mini_gpt.pt" in said and len(asked) == 1
+    # written through at once: the student may free the T4 now, not a minute later
+    assert colab.flushed and not colab.mountpoint.exists() and "free this runtime" in said
     assert drive_gpt() == colab.mountpoint / "MyDrive" / "transformer-lab" / "mini_gpt.pt"
     save_to_drive(saved)  # the same notebook: its one question was answered
     assert len(asked) == 1
 
     _next_notebook(monkeypatch)
-    asked = _answers(monkeypatch, "n")  # mounted now, but writing to it still asks first
+    asked = _answers(monkeypatch, "n")  # writing to the Drive asks first, every notebook
     colab.model.unlink()
     save_to_drive(saved)
     assert len(asked) == 1 and not colab.model.exists()

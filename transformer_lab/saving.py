@@ -143,10 +143,12 @@ def save_to_drive(path: str | Path = TRAINED_GPT, use_drive: bool | None = None)
     folder.mkdir(parents=True, exist_ok=True)
     target = folder / TRAINED_GPT.name
     shutil.copyfile(path, target)
+    # Colab's Drive uploads in the background: flushing now lets the student free this GPU at
+    # once (a free account gets one at a time), not a minute later. A later use mounts again.
+    _colab_drive().flush_and_unmount()
     return (
-        f"Saved a copy to your Google Drive: {DRIVE_FOLDER / TRAINED_GPT.name}. Notebooks 05 and "
-        "06 look there first. Drive uploads it in the background: leave this runtime running for "
-        "a minute before you close it."
+        f"Saved a copy to your Google Drive: {DRIVE_FOLDER / TRAINED_GPT.name}, written through "
+        "(notebooks 05 and 06 look there first): you may free this runtime when you are done."
     )
 
 
