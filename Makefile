@@ -58,7 +58,7 @@ $(VENV)/.installed: pyproject.toml
 
 setup: $(VENV)/.installed ## create .venv and install the package (once; minutes)
 
-regenerate-baselines: setup ## run the solution notebooks, refresh data/: MODE=auto|full|quick|smoke [SEEDS=0,1,2 [REPLACE=1]] (quick on 2 CPU cores: ~5 min a seed)
+regenerate-baselines: setup ## run the solution notebooks, refresh data/: MODE=auto|full|quick|smoke [SEEDS=0,1,2 [REPLACE=1]] (quick on 2 CPU cores: ~6 min a seed)
 	$(PY) -m maintainer.pipeline --mode $(MODE) --device $(DEVICE) $(if $(SEEDS),--seeds $(SEEDS)) $(if $(REPLACE),--replace)
 
 train: setup ## train and score one model: MODEL=gpt|lstm|trigram|5gram BUDGET=quick|full|smoke (quick GPT: ~5 min on 2 CPU cores)
@@ -94,7 +94,7 @@ formgrader: setup ## grading: nbgrader's formgrader on the course (127.0.0.1, to
 class-report: setup ## grading: pass rates and common mistakes per exercise, reports/class.{md,csv,png} (seconds)
 	$(PY) -m grader $(COURSE_ARG) class-report
 
-test: setup ## run the tests, files spread over the CPU cores (4-4.5 minutes on 2): TEST_WORKERS=auto|N
+test: setup ## run the tests, files spread over the CPU cores (6-6.5 minutes on 2): TEST_WORKERS=auto|N
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=20
 
 test-quick: setup ## the tests that execute no notebook, start no sandbox and train nothing (the inner loop)

@@ -33,11 +33,20 @@ STANDIN_DRIVE = '''"""Stand-in for Colab's Drive: the student's Drive is $STANDI
 import os
 
 
+_mounted = []
+
+
 def mount(mountpoint, force_remount=False, timeout_ms=120000, readonly=False):
     storage = os.environ["STANDIN_DRIVE"]  # unset: as if the student refused the sign-in
     os.makedirs(os.path.join(storage, "MyDrive"), exist_ok=True)
     os.makedirs(os.path.dirname(mountpoint), exist_ok=True)
     os.symlink(storage, mountpoint)
+    _mounted.append(mountpoint)
+
+
+def flush_and_unmount(timeout_ms=24 * 60 * 60 * 1000):
+    while _mounted:
+        os.unlink(_mounted.pop())
 '''
 
 

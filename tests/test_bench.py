@@ -84,7 +84,7 @@ def test_bench_writes_the_tables(tmp_path, capsys):
     for row in projected[1:]:
         gpt, lstm, rest, wall, budget = _numbers(row[1:6])
         share = row[6]
-        assert wall == pytest.approx(3 * (gpt + lstm) + rest, abs=3) and budget == 900
+        assert wall == pytest.approx(3 * (gpt + lstm) + rest, abs=3) and budget == 1230
         assert share == f"{wall / budget:.0%}"
 
 

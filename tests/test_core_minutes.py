@@ -24,8 +24,9 @@ CORE = sorted({e.name for e in ROWS if e.lecture is not None})
 # with the figure measured now; one that comes to fit passes as XPASS: then take it out of this
 # set. Exercise 0 cannot fit its 3.5 minutes as counted: the runtime's start (0.6 min), its one
 # retry (1.0), the printed model (0.6) and its two written lines (1.5) come to 3.7 before a word
-# is read (issue 35.4).
-KNOWN_OVERRUNS = {"Exercise 0"}
+# is read (issue 35.4). Exercise 4 on the CPU path: one seed of the student's explicit path
+# trains in 307 s on two cores (data/baselines.json, quick/cpu at 63f25ac), 0.9 min past 15.9.
+KNOWN_OVERRUNS = {("Exercise 0", "T4"), ("Exercise 0", "CPU"), ("Exercise 4", "CPU")}
 
 
 def _held(name: str, where: str) -> tuple[float, float]:
@@ -40,7 +41,7 @@ def _held(name: str, where: str) -> tuple[float, float]:
 
 
 def _case(name: str, where: str):
-    if name not in KNOWN_OVERRUNS:
+    if (name, where) not in KNOWN_OVERRUNS:
         return pytest.param(name, where, id=f"{name}-{where}")
     minutes, limit = _held(name, where)
     reason = f"known overrun: {minutes:.1f} min on the {where} path, held to {limit:.1f}"

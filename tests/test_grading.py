@@ -106,11 +106,10 @@ def test_delegation_fails_and_copies_and_torch_writes_are_flagged(graded, course
     assert [f for f in by["delegate"].flags if not f.startswith("copy: ")] == []
     assert any("matches the package's" in flag for flag in by["copycat"].flags)
     assert any("writes an attribute of torch" in flag for flag in by["allclose"].flags)
-    # perfect hands in the course's solution: seen as a copy of it (Exercise 0's: Exercise 1's
-    # solution is its hint's lines, which an honest student writes too), and still full marks
-    solution = "copy: ex0_read_the_model matches the course's solution"
-    assert any(f.startswith(solution) for f in by["perfect"].flags)
-    assert all(f.startswith("copy: ") for f in by["perfect"].flags)
+    # perfect hands in the course's solution, full marks and no flag: Exercise 1's solution is
+    # the lines its hint spells out and Exercise 0's two short lines, which an honest student
+    # writes alike (test_copies.py shows a pasted solution that is more than that flagged)
+    assert by["perfect"].flags == []
 
 
 def test_a_loop_or_a_hog_fails_its_own_cells_only(graded, course):

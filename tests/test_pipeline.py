@@ -122,7 +122,7 @@ def test_budgets():
     assert budgets_for("smoke", "cpu", [0], NOTEBOOKS) == {}
     assert budgets_for("quick", "cpu", [0, 1, 2], NOTEBOOKS) == {
         "01_attention": 30,
-        "04_training": 900,  # 300 s a seed: notebook 04 trains every seed
+        "04_training": 1230,  # 410 s a seed: notebook 04 trains every seed
         "05_heads": 30,
     }
     assert budgets_for("full", "cpu", [0], NOTEBOOKS)["04_training"] == 3600

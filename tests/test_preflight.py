@@ -64,12 +64,12 @@ def test_colabs_download_needs_no_repair(course):
 METADATA_RESTORED = [
     "ex0_read_the_model: grading metadata restored (cell 9)",
     "ex0_check: grading metadata restored (cell 10)",
-    "ex1_attention: grading metadata restored (cell 13)",
-    "ex1_check: grading metadata restored (cell 14)",
+    "ex1_attention: grading metadata restored (cell 14)",
+    "ex1_check: grading metadata restored (cell 15)",
 ]
 REPAIRS = {
     "stripped": METADATA_RESTORED,
-    "duplicated": ["cell 15: duplicate of graded cell 'ex1_check', not graded twice"],
+    "duplicated": ["cell 16: duplicate of graded cell 'ex1_check', not graded twice"],
     "deleted": ["ex1_check: check missing, restored from the release"],
     "markdown": [*METADATA_RESTORED, "ex1_check: was a markdown cell, restored to code"],
     "skiptag": ["ex1_check: tag that would skip it removed"],

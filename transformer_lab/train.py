@@ -184,23 +184,16 @@ def train_lm(
     compile: run the training steps through torch.compile(model); where compiling fails (no
     compiler, an unsupported platform) or the model runs a plugged-in attention, mask or
     embedding (`plugged_in`), print a one-line reason and train eagerly. Validation always runs
-    eagerly. `history.compiled` says which ran.
-    The batches: `budget.steps` batches of windows whose starts a CPU generator seeded with
-    `seed` draws, the same on every device, all drawn before the first step.
+    eagerly. `history.compiled` says which ran. The batches: `run_windows`.
     Returns the history: training loss every `log_every` steps, validation loss every
     `budget.eval_every` steps and at the end, and the wall time.
     """
-    warmup = budget.steps // 20 if warmup is None else warmup
     lr_of_step = _schedule(schedule, budget.steps, lr, warmup)
     device = corpus.device
     precision = precision or precision_for(device)
     log_every = log_every or max(1, min(50, budget.steps // 20))
     torch.manual_seed(seed)  # dropout
-    # The run's batch starts and validation windows, drawn on a CPU generator (the same on every
-    # device) and moved once: a copy per step would wait for the GPU's queued work.
-    generator = torch.Generator().manual_seed(seed)
-    starts = draw_starts(corpus.train, budget.batch_size, T, budget.steps, generator)
-    val_starts = validation_starts(corpus.val, budget.batch_size, T, budget.eval_batches)
+    starts, val_starts = run_windows(corpus, budget, T, seed)
     model.to(device).train()
     opt = _optimizer(model, optimizer, lr, weight_decay, device)
     scaler = torch.amp.GradScaler(device.type, enabled=precision.needs_scaler)
@@ -223,14 +216,31 @@ def train_lm(
                 loss = estimate_loss(model, corpus.val, val_starts, T, precision)
                 history.val_loss.append((done, loss))
         history.wall_time_s = time.perf_counter() - start
-    history.compiled = stepper.compiled
-    history.loss_scale = scaler.get_scale() if scaler.is_enabled() else None
+    history.compiled, history.loss_scale = stepper.compiled, _final_scale(scaler)
     model.eval()
     return history
 
 
-def _schedule(schedule: str, steps: int, lr: float, warmup: int) -> Callable[[int], float]:
-    """The learning rate of each step: "constant", or "cosine" (lr_at)."""
+def run_windows(
+    corpus: Corpus, budget: Budget, T: int, seed: int
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """A run's `budget.steps` batches of training starts and its validation windows' starts,
+    drawn before the first step on a CPU generator seeded with `seed` (the same on every device)
+    and moved to the corpus's device once: a copy per step would wait for the GPU's queued work."""
+    generator = torch.Generator().manual_seed(seed)
+    starts = draw_starts(corpus.train, budget.batch_size, T, budget.steps, generator)
+    return starts, validation_starts(corpus.val, budget.batch_size, T, budget.eval_batches)
+
+
+def _final_scale(scaler: torch.amp.GradScaler) -> float | None:
+    """The GradScaler's last scale (fp16 only), None where it did not run."""
+    return scaler.get_scale() if scaler.is_enabled() else None
+
+
+def _schedule(schedule: str, steps: int, lr: float, warmup: int | None) -> Callable[[int], float]:
+    """The learning rate of each step: "constant", or "cosine" (lr_at) warming up over `warmup`
+    steps (None: a twentieth of them)."""
+    warmup = steps // 20 if warmup is None else warmup
     if schedule == "constant":
         return lambda step: lr
     if schedule == "cosine":
