@@ -17,7 +17,7 @@
 
 # %% tags=["maintainer"]
 # For the course's pipeline only (`make regenerate-baselines`); left out of student notebooks.
-from transformer_lab.baselines import LAB3_LABEL, record
+from transformer_lab.baselines import lab3_label, record
 
 SEEDS = [0]  # the pipeline passes its training seeds here
 RESULTS = None  # and a JSON path that collects the measurements
@@ -154,9 +154,9 @@ def train_and_score(name, make_model, evaluate, seed, label):
     history = tl.train_lm(model, corpus, BUDGET, lr=lr, seed=seed, desc=f"{name}, seed {seed}")
     score = evaluate(model, corpus, characters=BUDGET.test_characters)
     size = {"parameters": tl.count_parameters(model), "train_seconds": history.wall_time_s}
-    row = ResultRow.from_score(
-        label, 5, score, steps=BUDGET.steps, batch_size=BUDGET.batch_size, **size
-    )
+    recipe = history.recipe.as_dict()  # how it trained, kept with the row
+    how = {"steps": BUDGET.steps, "batch_size": BUDGET.batch_size, "recipe": recipe}
+    row = ResultRow.from_score(label, 5, score, **how, **size)
     print(f"{name}, seed {seed}: trained in {history.wall_time_s:.0f} s; test {row.nats:.4f} nats")
     return model, history, row
 
@@ -236,18 +236,19 @@ if RESULTS is not None and BUDGET.name == "full":
         corpus,
         lab3_budget,
         lr=recipe["lr"],
-        optimizer="adam",
-        schedule="constant",
+        optimizer=recipe["optimizer"],
+        schedule=recipe["schedule"],
         desc="Lab 3 LSTM",
     )
     lab3_row = ResultRow.from_score(
-        LAB3_LABEL,
+        lab3_label(lab3_history.recipe.as_dict()),
         3,
         tl.evaluate_lstm(lab3, corpus),
         parameters=tl.count_parameters(lab3),
         steps=recipe["steps"],
         batch_size=recipe["batch_size"],
         train_seconds=lab3_history.wall_time_s,
+        recipe=lab3_history.recipe.as_dict(),
     )
     record(RESULTS, {"rows": {"lstm_lab3": lab3_row.as_dict()}})
 

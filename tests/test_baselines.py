@@ -15,8 +15,8 @@ from transformer_lab import MiniGPT, load_trained_gpt, save_gpt
 from transformer_lab import text as rendering
 from transformer_lab.baselines import (
     ENV,
-    LAB3_LABEL,
     after_the_lab,
+    lab3_label,
     lab3_lstm_row,
     lecture_comparison,
     nearest_run,
@@ -188,7 +188,7 @@ def _compared(
     }
     if lab3 is not None:
         run["results"]["rows"]["lstm_lab3"] = {
-            "model": "LSTM, d_h 256, Lab 3's own run (Adam, constant rate)",
+            "model": "LSTM, d_h 256, Lab 3's own run",
             "lab": 3,
             "parameters": 350_593,
             "steps": 2000,
@@ -444,10 +444,28 @@ def test_the_words_live_in_the_templates(tmp_path, monkeypatch):
 def test_the_lab3_row_says_who_trained_it():
     run = _compared("full", ({0: 1.47}, 10.0), ({0: 1.50}, 1.0), lab3=1.54)
     baselines = {"runs": {"full/cpu": run}}
-    assert lab3_lstm_row(baselines).model == LAB3_LABEL
-    assert "re-run by this course's pipeline" in LAB3_LABEL
+    label = lab3_label()
+    assert lab3_lstm_row(baselines).model == label
+    assert label == (
+        "LSTM, d_h 256, Lab 3's recipe (Adam, constant rate), re-run by this course's pipeline"
+    )
     table = after_the_lab("full", "cpu", baselines=baselines)
-    assert f"| {LAB3_LABEL} |" in table and "Lab 3's own run" not in table
+    assert f"| {label} |" in table and "Lab 3's own run" not in table
+
+
+def test_the_lab3_label_and_reading_say_what_the_file_records():
+    """The words about how the Lab 3 row trained come from its recorded recipe: a row recorded
+    with AdamW and a cosine schedule is not shown as "Adam, constant rate"."""
+    run = _compared("full", ({0: 1.47}, 10.0), ({0: 1.50}, 1.0), lab3=1.54)
+    run["results"]["rows"]["lstm_lab3"]["recipe"] = {"optimizer": "adamw", "schedule": "cosine"}
+    baselines = {"runs": {"full/cpu": run}}
+    shown = lab3_lstm_row(baselines).model
+    assert "(AdamW, warm-up and cosine decay)" in shown and "constant" not in shown
+    assert "| LSTM, d_h 256, Lab 3's recipe (AdamW, warm-up and cosine decay)" in after_the_lab(
+        "full", "cpu", baselines=baselines
+    )
+    reading = lecture_comparison("cpu", baselines=baselines)
+    assert "trained Lab 3's recipe again (AdamW, warm-up and cosine decay, 2,000 steps" in reading
 
 
 def test_a_budget_or_row_not_recorded_is_not_checked(t4):

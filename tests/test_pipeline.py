@@ -91,6 +91,11 @@ def test_smoke_run_end_to_end(tmp_path, capfd):
     rows = run["results"]["rows"]
     assert set(rows["gpt"]["seeds"]) == {"0", "1"} and "spread" in rows["gpt"]
     assert {"trigram", "5gram", "gpt", "lstm"} <= set(rows)
+    for name in ("gpt", "lstm"):  # how each seed trained, as the loop read it
+        recipe = rows[name]["seeds"]["1"]["recipe"]
+        assert (recipe["steps"], recipe["batch_size"], recipe["schedule"]) == (30, 8, "cosine")
+    assert rows["gpt"]["recipe"]["dropout"] == 0.1 and rows["lstm"]["recipe"]["dropout"] == 0.0
+    assert rows["trigram"].get("recipe") is None
     assert set(run["results"]["score_spread"]) == {"16", "64", "256"}
     executed = tmp_path / "work" / "smoke-cpu" / "executed"  # kept for inspection
     for source in notebook_build.sources():  # every checkpoint, hidden tests included, passed

@@ -18,7 +18,7 @@ from transformer_lab.plots import (
     plot_score_spread,
     plot_step_times,
 )
-from transformer_lab.train import TrainHistory
+from transformer_lab.train import Recipe, TrainHistory
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -150,7 +150,10 @@ def test_a_run_at_another_budget_gets_a_place_of_its_own():
 
 
 def _history(val: list, train: list) -> TrainHistory:
-    return TrainHistory("quick", 200, 16, 128, 1e-3, 0, "cpu", "fp32", train, val)
+    recipe = Recipe(
+        "adamw", 1e-3, (0.9, 0.99), 0.1, "cosine", 10, 0.1, 1.0, 0.1, 16, 200, 128, "fp32"
+    )
+    return TrainHistory("quick", 0, "cpu", recipe, train, val)
 
 
 def test_loss_curves_draw_each_model_and_the_count_levels():

@@ -243,3 +243,46 @@ def test_every_step_calls_the_plugged_in_attention(corpus, monkeypatch, capsys, 
     printed = capsys.readouterr().out
     message = "torch.compile not used: the model runs a plugged-in attention"
     assert (message in printed) == compile
+
+
+def test_the_recipe_is_what_the_loop_ran(corpus, monkeypatch):
+    """Every rate set, every clip and the optimizer's settings are the recipe's: the record of a
+    run cannot say one thing while the loop does another."""
+    import transformer_lab.train as train
+
+    rates, clips = [], []
+    set_lr = train._set_lr
+    monkeypatch.setattr(train, "_set_lr", lambda opt, lr: (rates.append(lr), set_lr(opt, lr)))
+    clip = torch.nn.utils.clip_grad_norm_
+    monkeypatch.setattr(
+        torch.nn.utils, "clip_grad_norm_", lambda ps, norm: (clips.append(norm), clip(ps, norm))[1]
+    )
+    made = []
+    adamw = torch.optim.AdamW
+    monkeypatch.setattr(
+        torch.optim, "AdamW", lambda *a, **k: made.append(adamw(*a, **k)) or made[-1]
+    )
+    budget = Budget("tiny", 4, 40, 40, 1)
+    history = train_lm(MiniGPT(), corpus, budget, lr=3e-3, warmup=5, grad_clip=0.5, progress=False)
+    recipe = history.recipe
+    assert rates == [recipe.lr_at(step) for step in range(40)]
+    assert rates[0] == pytest.approx(3e-3 / 5) and max(rates) == pytest.approx(3e-3)
+    assert rates[-1] == pytest.approx(3e-3 * recipe.final_lr_ratio, rel=0.05)
+    assert clips == [0.5] * 40 == [recipe.grad_clip] * 40
+    group = made[0].param_groups[0]
+    assert group["betas"] == recipe.betas == (0.9, 0.99)
+    assert group["weight_decay"] == recipe.weight_decay == 0.1
+    assert (recipe.steps, recipe.batch_size, recipe.T) == (40, 4, 128)
+    assert (recipe.dropout, recipe.precision, recipe.warmup_steps) == (0.1, "fp32", 5)
+    assert recipe.summary() == "AdamW, warm-up and cosine decay"
+    assert type(recipe).from_dict(recipe.as_dict()) == recipe
+
+
+def test_lab3_s_recipe_records_a_constant_rate_without_decay(corpus):
+    history = train_lm(
+        CharLSTM(), corpus, TINY, lr=2e-3, optimizer="adam", schedule="constant", progress=False
+    )
+    recipe = history.recipe
+    assert recipe.summary() == "Adam, constant rate"
+    assert (recipe.warmup_steps, recipe.weight_decay, recipe.final_lr_ratio) == (0, 0.0, None)
+    assert (recipe.dropout, recipe.betas) == (0.0, (0.9, 0.999))

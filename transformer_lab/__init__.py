@@ -28,12 +28,13 @@ from .runtime import (
 from .sample import Generation, filter_probs, generate
 from .saving import TRAINED_GPT, TrainedGPT, load_gpt, load_trained_gpt, save_gpt, save_to_drive
 from .student import Piece, Pieces
-from .train import DEFAULT_LR, LAB3_RECIPE, TrainHistory, choose_lr, train_lm
+from .train import DEFAULT_LR, LAB3_RECIPE, Recipe, TrainHistory, choose_lr, train_lm
 
 __all__ = [
     "BUDGETS",
     "DEFAULT_LR",
     "LAB3_RECIPE",
+    "Recipe",
     "Block",
     "Budget",
     "CharLSTM",

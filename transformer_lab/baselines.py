@@ -14,6 +14,7 @@ from pathlib import Path
 import torch
 
 from .text import render
+from .train import LAB3_RECIPE, training_summary
 
 ENV = "TRANSFORMER_LAB_BASELINES"
 
@@ -105,10 +106,13 @@ def provenance_line(key: str, run: dict, wanted: str, reason: str | None = None)
     return render("provenance.md.j2", p=run["provenance"], key=key, wanted=wanted, reason=reason)
 
 
-# Lab 3's LSTM row is Lab 3's recipe trained again by this course's pipeline (notebook 04, full
-# runs), not a number from Lab 3 itself: every table and sentence shows it under this label,
-# whatever label the run was recorded with.
-LAB3_LABEL = "LSTM, d_h 256, Lab 3's recipe (Adam, constant rate), re-run by this course's pipeline"
+def lab3_label(recipe: dict | None = None) -> str:
+    """Lab 3's LSTM row is Lab 3's recipe trained again by this course's pipeline (notebook 04,
+    full runs), not a number from Lab 3 itself: every table and sentence shows it under this
+    label, whatever label the run was recorded with. How it trained is read from the row's
+    recorded recipe (LAB3_RECIPE where a row records none)."""
+    summary = training_summary(recipe or LAB3_RECIPE)
+    return f"LSTM, d_h 256, Lab 3's recipe ({summary}), re-run by this course's pipeline"
 
 
 def lab3_lstm_row(baselines: dict | None = None):
@@ -120,12 +124,12 @@ def lab3_lstm_row(baselines: dict | None = None):
     for run in (baselines or {}).get("runs", {}).values():
         row = recorded_rows(run).get("lstm_lab3")
         if row:
-            return ResultRow(**(row | {"model": LAB3_LABEL}))
+            return ResultRow(**(row | {"model": lab3_label(row.get("recipe"))}))
     return None
 
 
 def _label(name: str, entry: dict) -> str:
-    return LAB3_LABEL if name == "lstm_lab3" else entry["model"]
+    return lab3_label(entry.get("recipe")) if name == "lstm_lab3" else entry["model"]
 
 
 def seed_nats(entry: dict) -> dict[str, float]:

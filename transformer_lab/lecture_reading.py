@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from .baselines import BUDGETS_READ, recorded_rows, seed_nats
 from .text import render
+from .train import LAB3_RECIPE, training_summary
 from .verdict import Gap
 
 A_FEW_HUNDREDTHS = (0.01, 0.1)  # nats: one hundredth or more, less than a tenth
@@ -77,6 +78,7 @@ def lstm_rows(budget: str, key: str, run: dict) -> dict:
     return point | {
         "recorded": True,
         "lab3": lab3,
+        "lab3_training": training_summary(lab3.get("recipe") or LAB3_RECIPE),
         "lstm": lstm,
         "seeds": _seeds(lstm, run),
         "moved": moved,

@@ -18,10 +18,12 @@ class ResultRow:
     nats: float
     perplexity: float
     bits: float
+    recipe: dict | None = None  # how it trained (train.Recipe.as_dict); None for counts
 
     @classmethod
     def from_score(cls, model: str, lab: int, score: Score, **training) -> ResultRow:
         fields = {"parameters": None, "steps": None, "batch_size": None, "train_seconds": None}
+        fields["recipe"] = None
         return cls(
             model,
             lab,

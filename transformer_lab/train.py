@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 import torch
 import torch.nn as nn
@@ -29,20 +29,108 @@ T_DEFAULT = 128
 DEFAULT_LR = {"gpt": 4e-3, "lstm": 3.2e-2}
 # Lab 3's own LSTM run, recorded beside the retrained LSTM: Adam at a constant rate, batch 64,
 # 2,000 steps, the forget-gate bias set to 1.
-LAB3_RECIPE = {"lr": 2e-3, "batch_size": 64, "steps": 2000, "forget_gate_bias": 1.0}
+LAB3_RECIPE = {
+    "optimizer": "adam",
+    "schedule": "constant",
+    "lr": 2e-3,
+    "batch_size": 64,
+    "steps": 2000,
+    "forget_gate_bias": 1.0,
+}
 VAL_SEED = 1234  # the validation windows: the same at every estimate of every run
+# Adam's (beta1, beta2). AdamW's beta2 is 0.99, not PyTorch's 0.999 (nanoGPT's choice for
+# character-level Shakespeare): the second-moment average then spans about 100 steps instead of
+# 1,000, so it keeps up with gradients that change quickly in runs of a few thousand small batches.
+BETAS = {"adamw": (0.9, 0.99), "adam": (0.9, 0.999)}
+FINAL_LR_RATIO = 0.1  # cosine decay ends at a tenth of the peak rate
+
+
+def training_summary(recipe: dict) -> str:
+    """A recipe's optimizer and schedule in the words a results table's row label uses:
+    "Adam, constant rate" or "AdamW, warm-up and cosine decay"."""
+    name = {"adam": "Adam", "adamw": "AdamW"}[recipe["optimizer"]]
+    rate = "constant rate" if recipe["schedule"] == "constant" else "warm-up and cosine decay"
+    return f"{name}, {rate}"
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """How a run trains: every setting the training loop reads, in one object. `train_lm` builds
+    it from its arguments, reads each setting from it, and keeps it in the history, so the record
+    of a run says how it was trained (data/baselines.schema.json, `recipe`)."""
+
+    optimizer: str  # "adamw" (decay on matrices and embeddings) or "adam" (no decay)
+    lr: float  # the peak learning rate
+    betas: tuple[float, float]
+    weight_decay: float  # 0 for Adam
+    schedule: str  # "cosine" (linear warm-up, cosine decay) or "constant"
+    warmup_steps: int  # 0 for a constant rate
+    final_lr_ratio: float | None  # the decay's last rate over the peak; None for a constant rate
+    grad_clip: float | None  # the gradients' largest global norm; None: not clipped
+    dropout: float  # the model's dropout rate while training
+    batch_size: int
+    steps: int
+    T: int  # characters of context a window holds
+    precision: str  # "fp32", "bf16" or "fp16"
+
+    @classmethod
+    def of(
+        cls,
+        model: nn.Module,
+        budget: Budget,
+        *,
+        lr: float,
+        T: int,
+        optimizer: str,
+        schedule: str,
+        weight_decay: float,
+        warmup: int | None,
+        grad_clip: float | None,
+        precision: Precision,
+    ) -> Recipe:
+        if optimizer not in BETAS:
+            raise ValueError(f"optimizer must be 'adamw' or 'adam', got {optimizer!r}")
+        if schedule not in ("cosine", "constant"):
+            raise ValueError(f"schedule must be 'cosine' or 'constant', got {schedule!r}")
+        cosine = schedule == "cosine"
+        return cls(
+            optimizer=optimizer,
+            lr=lr,
+            betas=BETAS[optimizer],
+            weight_decay=weight_decay if optimizer == "adamw" else 0.0,
+            schedule=schedule,
+            warmup_steps=(budget.steps // 20 if warmup is None else warmup) if cosine else 0,
+            final_lr_ratio=FINAL_LR_RATIO if cosine else None,
+            grad_clip=grad_clip,
+            dropout=max((m.p for m in model.modules() if isinstance(m, nn.Dropout)), default=0.0),
+            batch_size=budget.batch_size,
+            steps=budget.steps,
+            T=T,
+            precision=precision.name,
+        )
+
+    def lr_at(self, step: int) -> float:
+        if self.schedule == "constant":
+            return self.lr
+        return lr_at(step, self.steps, self.lr, self.warmup_steps, self.final_lr_ratio)
+
+    def summary(self) -> str:
+        return training_summary(self.as_dict())
+
+    def as_dict(self) -> dict:
+        return asdict(self) | {"betas": list(self.betas)}
+
+    @classmethod
+    def from_dict(cls, recorded: dict) -> Recipe:
+        return cls(**(recorded | {"betas": tuple(recorded["betas"])}))
 
 
 @dataclass
 class TrainHistory:
     budget: str
-    steps: int
-    batch_size: int
-    T: int
-    lr: float
     seed: int
     device: str
-    precision: str
+    recipe: Recipe  # how the run trained, as the loop read it
     train_loss: list[tuple[int, float]] = field(default_factory=list)  # (step, mean since last)
     val_loss: list[tuple[int, float]] = field(default_factory=list)  # (step, estimate)
     wall_time_s: float = 0.0
@@ -50,11 +138,21 @@ class TrainHistory:
     loss_scale: float | None = None  # the GradScaler's final scale (fp16 only)
 
     @property
+    def steps(self) -> int:
+        return self.recipe.steps
+
+    @property
+    def precision(self) -> str:
+        return self.recipe.precision
+
+    @property
     def tokens_per_s(self) -> float:
-        return self.steps * self.batch_size * self.T / self.wall_time_s
+        return self.steps * self.recipe.batch_size * self.recipe.T / self.wall_time_s
 
 
-def lr_at(step: int, steps: int, lr: float, warmup: int, final_ratio: float = 0.1) -> float:
+def lr_at(
+    step: int, steps: int, lr: float, warmup: int, final_ratio: float = FINAL_LR_RATIO
+) -> float:
     """Linear warm-up over `warmup` steps, then cosine decay to final_ratio * lr."""
     if step < warmup:
         return lr * (step + 1) / warmup
@@ -92,25 +190,20 @@ def estimate_loss(
     return total.item() / len(starts)
 
 
-def _optimizer(model: nn.Module, kind: str, lr: float, weight_decay: float, device) -> torch.optim:
+def _optimizer(model: nn.Module, recipe: Recipe, device) -> torch.optim:
     # CUDA: the fused kernel updates every parameter in one launch. CPU: PyTorch's default (the
     # per-parameter loop); foreach=True was not measured on an idle CPU, so it is not switched on.
-    fused = torch.device(device).type == "cuda"
-    if kind == "adam":
-        return torch.optim.Adam(model.parameters(), lr=lr, fused=fused or None)
-    if kind != "adamw":
-        raise ValueError(f"optimizer must be 'adamw' or 'adam', got {kind!r}")
+    fused = torch.device(device).type == "cuda" or None
+    if recipe.optimizer == "adam":
+        return torch.optim.Adam(model.parameters(), lr=recipe.lr, betas=recipe.betas, fused=fused)
     # Decay matrices and embeddings; leave biases and LayerNorm gains alone.
     decay = [p for p in model.parameters() if p.ndim >= 2]
     no_decay = [p for p in model.parameters() if p.ndim < 2]
     groups = [
-        {"params": decay, "weight_decay": weight_decay},
+        {"params": decay, "weight_decay": recipe.weight_decay},
         {"params": no_decay, "weight_decay": 0.0},
     ]
-    # beta2 0.99, not PyTorch's 0.999 (nanoGPT's choice for character-level Shakespeare): the
-    # second-moment average then spans about 100 steps instead of 1,000, so it keeps up with
-    # gradients that change quickly in runs of a few thousand small batches.
-    return torch.optim.AdamW(groups, lr=lr, betas=(0.9, 0.99), fused=fused or None)
+    return torch.optim.AdamW(groups, lr=recipe.lr, betas=recipe.betas, fused=fused)
 
 
 def _compile_failed(err: BaseException) -> None:
@@ -180,40 +273,40 @@ def train_lm(
 ) -> TrainHistory:
     """Train `model` (MiniGPT or CharLSTM) on the training split, on the corpus's device.
 
-    schedule: "cosine" (linear warm-up, cosine decay; the GPT's loop) or "constant".
-    compile: run the training steps through torch.compile(model); where compiling fails (no
+    schedule: "cosine" (linear warm-up, cosine decay; the GPT's loop) or "constant"; warmup:
+    steps of linear warm-up (None: a twentieth of the steps). compile: run the training steps through torch.compile(model); where compiling fails (no
     compiler, an unsupported platform) or the model runs a plugged-in attention, mask or
     embedding (`plugged_in`), print a one-line reason and train eagerly. Validation always runs
     eagerly. `history.compiled` says which ran. The batches: `run_windows`.
-    Returns the history: training loss every `log_every` steps, validation loss every
-    `budget.eval_every` steps and at the end, and the wall time.
+    Returns the history: the `Recipe` the loop read, training loss every `log_every` steps,
+    validation loss every `budget.eval_every` steps and at the end, and the wall time.
     """
-    lr_of_step = _schedule(schedule, budget.steps, lr, warmup)
     device = corpus.device
     precision = precision or precision_for(device)
+    settings = dict(lr=lr, T=T, optimizer=optimizer, schedule=schedule, warmup=warmup)
+    settings |= dict(weight_decay=weight_decay, grad_clip=grad_clip, precision=precision)
+    recipe = Recipe.of(model, budget, **settings)
     log_every = log_every or max(1, min(50, budget.steps // 20))
     torch.manual_seed(seed)  # dropout
-    starts, val_starts = run_windows(corpus, budget, T, seed)
+    starts, val_starts = run_windows(corpus, budget, recipe.T, seed)
     model.to(device).train()
-    opt = _optimizer(model, optimizer, lr, weight_decay, device)
+    opt = _optimizer(model, recipe, device)
     scaler = torch.amp.GradScaler(device.type, enabled=precision.needs_scaler)
-    history = TrainHistory(
-        budget.name, budget.steps, budget.batch_size, T, lr, seed, str(device), precision.name
-    )
+    history = TrainHistory(budget.name, seed, str(device), recipe)
     step_module = _try_compile(model) if compile else model
     stepper = _TrainingStep(model, step_module, opt, scaler, precision)
     running = torch.zeros((), device=device)
     with tqdm(total=budget.steps, desc=desc, disable=not progress, leave=False) as bar:
         start = time.perf_counter()
-        for step in range(budget.steps):
-            _set_lr(opt, lr_of_step(step))
-            x, y = windows_at(corpus.train, starts[step], T)
-            running += stepper.take(x, y, grad_clip, first=step == 0).detach()
+        for step in range(recipe.steps):
+            _set_lr(opt, recipe.lr_at(step))
+            x, y = windows_at(corpus.train, starts[step], recipe.T)
+            running += stepper.take(x, y, recipe.grad_clip, first=step == 0).detach()
             done = step + 1
-            if done % log_every == 0 or done == budget.steps:
+            if done % log_every == 0 or done == recipe.steps:
                 _log_training_loss(history, running, done, time.perf_counter() - start, bar)
-            if done % budget.eval_every == 0 or done == budget.steps:
-                loss = estimate_loss(model, corpus.val, val_starts, T, precision)
+            if done % budget.eval_every == 0 or done == recipe.steps:
+                loss = estimate_loss(model, corpus.val, val_starts, recipe.T, precision)
                 history.val_loss.append((done, loss))
         history.wall_time_s = time.perf_counter() - start
     history.compiled, history.loss_scale = stepper.compiled, _final_scale(scaler)
@@ -235,17 +328,6 @@ def run_windows(
 def _final_scale(scaler: torch.amp.GradScaler) -> float | None:
     """The GradScaler's last scale (fp16 only), None where it did not run."""
     return scaler.get_scale() if scaler.is_enabled() else None
-
-
-def _schedule(schedule: str, steps: int, lr: float, warmup: int | None) -> Callable[[int], float]:
-    """The learning rate of each step: "constant", or "cosine" (lr_at) warming up over `warmup`
-    steps (None: a twentieth of them)."""
-    warmup = steps // 20 if warmup is None else warmup
-    if schedule == "constant":
-        return lambda step: lr
-    if schedule == "cosine":
-        return lambda step: lr_at(step, steps, lr, warmup)
-    raise ValueError(f"schedule must be 'cosine' or 'constant', got {schedule!r}")
 
 
 def _set_lr(opt: torch.optim.Optimizer, lr: float) -> None:
@@ -313,7 +395,7 @@ def _log_training_loss(history: TrainHistory, running, done: int, elapsed: float
     mean = running.item() / seen
     running.zero_()
     history.train_loss.append((done, mean))
-    tokens_per_s = done * history.batch_size * history.T / elapsed
+    tokens_per_s = done * history.recipe.batch_size * history.recipe.T / elapsed
     bar.set_postfix(loss=f"{mean:.3f}", tok_s=f"{tokens_per_s:,.0f}")
     bar.update(done - bar.n)
 
