@@ -136,26 +136,22 @@ def _count(c: GPTConfig) -> int:
 OTHER = GPTConfig(vocab_size=50, d_model=64, n_heads=2, n_layers=2, T_max=32)
 
 
-def _counted(read_the_model, c: GPTConfig):
-    """The student's (n_parameters, attention_input_shape) for a model of sizes `c`."""
+def _counted(read_the_model, c: GPTConfig) -> int:
+    """The student's parameter count for a model of sizes `c`."""
     sizes = {"d_model": c.d_model, "n_layers": c.n_layers, "T_max": c.T_max, "vocab": c.vocab_size}
-    answers = call(EX0, read_the_model, **sizes)
-    if not isinstance(answers, tuple) or len(answers) != 2:
+    n_parameters = call(EX0, read_the_model, **sizes)
+    if not isinstance(n_parameters, int) or isinstance(n_parameters, bool):
         raise CheckFailed(
-            f"{EX0}: return the pair (n_parameters, attention_input_shape).",
-            EX0.code("not_a_pair"),
+            f"{EX0}: return the number of parameters as a whole number (an int), not "
+            f"{type(n_parameters).__name__} {n_parameters!r}.",
+            EX0.code("count_not_int"),
         )
-    if not isinstance(answers[0], int) or isinstance(answers[0], bool):
-        raise CheckFailed(
-            f"{EX0}: n_parameters should be a whole number (an int).", EX0.code("count_not_int")
-        )
-    return answers
+    return n_parameters
 
 
 def exercise_0(read_the_model) -> None:
-    """The parameter count worked out from the sizes (the lab's, then another model's), and the
-    shape of Q when your function is called."""
-    n_parameters, attention_input_shape = _counted(read_the_model, LAB)
+    """The parameter count worked out from the sizes: the lab's, then another model's."""
+    n_parameters = _counted(read_the_model, LAB)
     right = _count(LAB)
     if n_parameters != right:
         gap = n_parameters - right
@@ -167,15 +163,7 @@ def exercise_0(read_the_model) -> None:
             + " Go through MiniGPT.__init__, Block and MultiHeadAttention one layer at a time.",
             EX0.code(name),
         )
-    expected = ("B", "n_heads", "T", "d_k")
-    if tuple(attention_input_shape) != expected:
-        raise CheckFailed(
-            f"{EX0}: MultiHeadAttention calls your function with Q of shape "
-            f"{expected}, not {tuple(attention_input_shape)}: the head index becomes a batch "
-            "dimension (look at `split` in MultiHeadAttention.forward).",
-            EX0.code("wrong_q_shape"),
-        )
-    other, _ = _counted(read_the_model, OTHER)
+    other = _counted(read_the_model, OTHER)
     if other != _count(OTHER):
         raise CheckFailed(
             f"{EX0}: your count is right at the lab's sizes, but read_the_model(d_model="
@@ -187,7 +175,7 @@ def exercise_0(read_the_model) -> None:
     passed(
         EX0,
         f"{EX0}: your sum counts {right:,} parameters at the lab's sizes and is right at other "
-        "sizes too, and Q reaches your function as (B, n_heads, T, d_k).",
+        "sizes too.",
     )
 
 

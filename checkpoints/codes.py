@@ -87,10 +87,8 @@ _LAYER = ("not_a_module", "wrong_param_count", "wrong_param_names", "dropout_in_
 EX0 = _exercise(
     "ex0",
     "Exercise 0",
-    "not_a_pair",
     "count_not_int",
     "wrong_count",
-    "wrong_q_shape",
     "count_without_positions",
     "count_without_embedding",
     "count_without_output_layer",

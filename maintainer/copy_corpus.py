@@ -68,7 +68,7 @@ attention = 4 * d_model * d_model + d_model
 block = attention + feed_forward + 2 * layer_norm
 total = vocab * d_model + T_max * d_model + n_layers * block + layer_norm
 total += d_model * vocab + vocab
-return total, ("B", "n_heads", "T", "d_k")
+return total
 """,
         """
 per_layer = 0
@@ -76,7 +76,7 @@ per_layer += d_model * 3 * d_model          # W_Q, W_K, W_V, no bias
 per_layer += d_model * d_model + d_model    # output projection
 per_layer += feed_forward + layer_norm * 2
 head = layer_norm + vocab * (d_model + 1)
-return (vocab + T_max) * d_model + n_layers * per_layer + head, ("B", "n_heads", "T", "d_k")
+return (vocab + T_max) * d_model + n_layers * per_layer + head
 """,
         """
 counts = {
@@ -86,7 +86,7 @@ counts = {
     "final norm": layer_norm,
     "W_o": (d_model + 1) * vocab,
 }
-return sum(counts.values()), ("B", "n_heads", "T", "d_k")
+return sum(counts.values())
 """,
     ],
     "ex1_attention": [

@@ -10,9 +10,10 @@ checkpoint is met twice (one retry). Each notebook starts a fresh runtime (Colab
 notebook its own machine): the start measured by `maintainer/fresh_runtime.py`, and the Drive
 prompt where the notebook reaches the student's Drive.
 
-An exercise runs from its "## Exercise N · ... (M min)" heading to the next exercise's; what
-comes before a notebook's first exercise (title, setup, introduction) is that exercise's, and
-so are the notebook's start and compute. The estimate adds up stated rates (below) and the
+An exercise runs from its "## Exercise N · ... (M min)" heading to the next exercise's. What
+comes before a notebook's first exercise (title, setup cell, introduction) and the runtime's
+start are the notebook's **opening**: part of no exercise, so held by the totals only. The
+notebook's compute is its first exercise's. The estimate adds up stated rates (below) and the
 compute that `data/baselines.json` recorded: the CPU path at the mode `auto` picks on a CPU,
 measured by the pipeline; the T4 path at the mode `auto` picks on a GPU, estimated from the FLOP
 count of the training (only 04 trains; the rest run on a CPU runtime on either path).
@@ -64,6 +65,8 @@ STUDENT_MODELS = ("gpt", "lstm")  # what notebook 04 trains for a student (one s
 # rates are judgements to about a prompt's worth, and the totals hold without it.
 LECTURE_TOTAL, SLOT = 50, 55
 EXERCISE_TOLERANCE = 0.5
+# A notebook's title, setup cell and introduction, and its runtime's start: no exercise's.
+OPENING = "opening"
 
 FOLD = re.compile(r"<details>(.*?)(?:</details>|\Z)", re.DOTALL)  # unclosed: to the cell's end
 SUMMARY = re.compile(r"<summary>(.*?)</summary>", re.DOTALL)
@@ -195,19 +198,19 @@ class _Reader:
 
 
 def exercises_of(cells) -> list[tuple[str, int | None, CorePath]]:
-    """(exercise, its lecture minutes, its core path) for each exercise of a notebook's cells, in
-    order; what comes before the first exercise is the first's. A notebook with no exercise
-    (the optional challenge) is one part, named "-", with no minutes."""
-    reader, parts = _Reader(), [["-", None, CorePath()]]
+    """(part, its lecture minutes, its core path) for each part of a notebook's cells, in order:
+    the OPENING (what comes before the first exercise, no minutes of its own), then each
+    exercise. A notebook with no exercise (the optional challenge) is one part, named "-", with
+    no minutes."""
+    reader, parts = _Reader(), [[OPENING, None, CorePath()]]
     for cell in cells:
         found = EXERCISE.search(cell.source) if cell.cell_type == "markdown" else None
         if found and reader.skipped_level is None:
-            if parts[-1][1] is None:  # the preamble joins the first exercise
-                parts[-1][:2] = [found.group(1), int(found.group(2))]
-            else:
-                parts.append([found.group(1), int(found.group(2)), CorePath()])
+            parts.append([found.group(1), int(found.group(2)), CorePath()])
         counted = reader.markdown(cell) if cell.cell_type == "markdown" else reader.code(cell)
         parts[-1][2] = parts[-1][2] + counted
+    if len(parts) == 1:
+        parts[0][0] = "-"
     return [tuple(part) for part in parts]
 
 
@@ -297,8 +300,8 @@ def start_seconds(measured: dict | None = None) -> float:
 
 @dataclass(frozen=True)
 class Estimate:
-    """One exercise on both paths: its core path, and (for a notebook's first exercise) the
-    runtime's start and the notebook's compute."""
+    """One part of a notebook on both paths: its core path, the runtime's start (the opening's)
+    and the notebook's compute (its first exercise's)."""
 
     name: str  # the notebook
     exercise: str
@@ -316,6 +319,16 @@ class Estimate:
         return self.path.minutes + (self.start_s + self.compute.cpu_s) / 60
 
     @property
+    def held(self) -> bool:
+        """An exercise of the core path: held to its own minutes."""
+        return self.lecture is not None
+
+    @property
+    def in_totals(self) -> bool:
+        """Counted in the core path's totals: its exercises and the openings of their notebooks."""
+        return self.held or self.exercise == OPENING
+
+    @property
     def limit_t4(self) -> float:
         return self.lecture + EXERCISE_TOLERANCE
 
@@ -325,14 +338,27 @@ class Estimate:
 
 
 def estimates_of(path: Path, run: dict, start_s: float) -> list[Estimate]:
-    """The estimates of one solution file's exercises, in order."""
+    """The estimates of one solution file's parts, in order: the start on the first part (the
+    opening), the notebook's compute on its first exercise."""
     parts = exercises_of(source_notebook(path).cells)
-    first = [
+    computing = min(1, len(parts) - 1)
+    return [
         Estimate(
-            path.stem, *parts[0][:1], parts[0][2], parts[0][1], compute(path.stem, run), start_s
+            path.stem,
+            name,
+            counted,
+            minutes,
+            compute(path.stem, run) if i == computing else Compute(0.0, 0.0),
+            start_s if i == 0 else 0.0,
         )
+        for i, (name, minutes, counted) in enumerate(parts)
     ]
-    return first + [Estimate(path.stem, ex, counted, minutes) for ex, minutes, counted in parts[1:]]
+
+
+def totals(rows: list[Estimate]) -> tuple[float, float]:
+    """The core path's minutes on the T4 and the CPU path: its exercises and their openings."""
+    counted = [e for e in rows if e.in_totals]
+    return sum(e.minutes_t4 for e in counted), sum(e.minutes_cpu for e in counted)
 
 
 def estimates(recorded: dict | None = None, measured: dict | None = None) -> list[Estimate]:
@@ -344,9 +370,8 @@ def estimates(recorded: dict | None = None, measured: dict | None = None) -> lis
 def overruns(rows: list[Estimate]) -> list[str]:
     """What does not fit, one line each: an exercise past its minutes on either path (with the
     tolerance), or a path past its total (the lecture's 50 on a T4, the 55-minute slot on a CPU)."""
-    core = [e for e in rows if e.lecture is not None]
     found = []
-    for e in core:
+    for e in (e for e in rows if e.held):
         for where, minutes, limit in (
             ("T4", e.minutes_t4, e.limit_t4),
             ("CPU", e.minutes_cpu, e.limit_cpu),
@@ -355,10 +380,8 @@ def overruns(rows: list[Estimate]) -> list[str]:
                 found.append(
                     f"{e.exercise} ({e.name}), {where} path: {minutes:.1f} min > {limit:.1f}"
                 )
-    for where, total, limit in (
-        ("T4", sum(e.minutes_t4 for e in core), LECTURE_TOTAL),
-        ("CPU", sum(e.minutes_cpu for e in core), SLOT),
-    ):
+    t4, cpu = totals(rows)
+    for where, total, limit in (("T4", t4, LECTURE_TOTAL), ("CPU", cpu, SLOT)):
         if total > limit:
             found.append(f"the core path, {where} path: {total:.1f} min > {limit}")
     return found
@@ -378,8 +401,10 @@ def table(rows: list[Estimate]) -> str:
     )
     lines = []
     for e in rows:
-        p, held = e.path, e.lecture is not None
+        p, held = e.path, e.held
         limits = f"{e.lecture} ({e.limit_t4:.1f} / {e.limit_cpu:.1f})" if held else "optional"
+        if e.exercise == OPENING:
+            limits = "in the totals" if e.in_totals else "optional"
         lines.append(
             f"| `{e.name}` | {e.exercise} | {p.words:,} | {p.lines_read} | {p.lines_written} | "
             f"{p.prompts} | {p.answers} | {p.figures} | {p.tables} | {p.printed} "
@@ -388,12 +413,11 @@ def table(rows: list[Estimate]) -> str:
             f"{_minutes_cell(e.minutes_t4, e.limit_t4 if held else None)} | "
             f"{_minutes_cell(e.minutes_cpu, e.limit_cpu if held else None)} | {limits} |"
         )
-    core = [e for e in rows if e.lecture is not None]
-    t4, cpu = sum(e.minutes_t4 for e in core), sum(e.minutes_cpu for e in core)
+    t4, cpu = totals(rows)
     lines.append(
         f"| **core path, 01–05** | | | | | | | | | | | | | | | "
         f"{_minutes_cell(t4, LECTURE_TOTAL)} | {_minutes_cell(cpu, SLOT)} | "
-        f"{sum(e.lecture for e in core)} ({LECTURE_TOTAL} / {SLOT}) |"
+        f"{sum(e.lecture for e in rows if e.held)} ({LECTURE_TOTAL} / {SLOT}) |"
     )
     return header + "\n".join(lines) + "\n"
 
@@ -415,9 +439,11 @@ totals hold without it). A figure in bold is past its limit.
 
 The **core path** is what a student meets unfolded: the markdown outside `<details>` folds and
 outside the sections headed "Optional" or "After the lab" (read afterwards), and the code cells
-outside those sections. An exercise runs from its heading to the next exercise's heading; what
-comes before a notebook's first exercise (its title, setup cell, introduction) is that
-exercise's, and so are the notebook's start and compute. The count, and the rate of each part:
+outside those sections. An exercise runs from its heading to the next exercise's heading. What
+comes before a notebook's first exercise (its title, setup cell, introduction) and its
+runtime's start are the notebook's **opening**: part of no exercise, so it has no minutes of its
+own and is held by the totals, which count it. The notebook's compute is its first exercise's.
+The count, and the rate of each part:
 
 - **words** of markdown shown, read at {read_wpm} words a minute: Brysbaert (2019, *Journal of
   Memory and Language* 109, 104047) puts silent reading of English non-fiction at 238, and this

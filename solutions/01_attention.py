@@ -29,7 +29,6 @@ DEVICE = "auto"  # auto | cpu | cuda | mps
 USE_DRIVE = None  # on Colab, keep your code in Google Drive? None: ask; True: yes; False: no
 
 # %%
-import inspect
 import math
 
 import torch
@@ -47,8 +46,7 @@ DEVICE, BUDGET = tl.start_notebook(MODE, DEVICE)
 # $$h_t^{(0)} = e_{w_t} + p_t, \qquad H^{(\ell)} = \mathrm{Block}_\ell(H^{(\ell-1)}), \qquad
 #   z_t = W_o\,\mathrm{LN}(h_t^{(n_\ell)}) + b_o .$$
 #
-# The next cell prints it layer by layer (the four identical blocks once), then the lines of
-# `MultiHeadAttention.forward` that cut the queries, keys and values into heads.
+# The next cell prints it layer by layer (the four identical blocks once).
 #
 # <details><summary>Reading the print</summary>
 #
@@ -61,30 +59,24 @@ DEVICE, BUDGET = tl.start_notebook(MODE, DEVICE)
 
 # %%
 model = tl.MiniGPT()
-print(model, end="\n\n")
-forward = inspect.getsource(tl.MultiHeadAttention.forward).splitlines()
-start = next(i for i, line in enumerate(forward) if "def split" in line)
-print("\n".join(forward[start : start + 4]))  # split, and the Q, K, V it makes
+print(model)
 
 # %% [markdown]
-# In `read_the_model`, write two lines:
-#
-# 1. `attention`: the parameters of one attention layer, from its four `Linear` lines above, in
-#    terms of `d_model` (the stub counts the rest; the checkpoint tries other sizes too);
-# 2. `attention_input_shape`: the shape of `Q` when `MultiHeadAttention` calls the attention
-#    function, as names from `"B"`, `"T"`, `"n_heads"`, `"d_k"`, `"d_model"`.
+# In `read_the_model`, write one line: `attention`, the parameters of one attention layer, from
+# its four `Linear` lines above, in terms of `d_model`. The stub counts the rest; the checkpoint
+# tries other sizes too.
 #
 # <details><summary>Hint</summary>
 #
 # A `Linear(in_features=a, out_features=b, bias=True)` holds $a \times b$ weights and $b$
-# biases; with `bias=False`, only the weights. For the shape, look at `split` printed above.
+# biases; with `bias=False`, only the weights.
 #
 # </details>
 
 
 # %% nbgrader={"grade": false, "grade_id": "ex0_read_the_model", "locked": false, "solution": true, "schema_version": 3}
 def read_the_model(d_model=128, n_layers=4, T_max=128, vocab=65):
-    """Return (n_parameters, attention_input_shape) for a MiniGPT of these sizes."""
+    """Return the number of parameters of a MiniGPT of these sizes."""
     d_ff = 4 * d_model
     layer_norm = 2 * d_model  # a gain and a bias; each block has two
     feed_forward = (d_model * d_ff + d_ff) + (d_ff * d_model + d_model)  # W_1, W_2, with bias
@@ -92,10 +84,9 @@ def read_the_model(d_model=128, n_layers=4, T_max=128, vocab=65):
     output = layer_norm + d_model * vocab + vocab  # ln_f, then W_o with its bias
     ### BEGIN SOLUTION
     attention = 3 * d_model * d_model + (d_model * d_model + d_model)
-    attention_input_shape = ("B", "n_heads", "T", "d_k")
     ### END SOLUTION
     block = 2 * layer_norm + attention + feed_forward  # a block: two LayerNorms and two layers
-    return embeddings + n_layers * block + output, attention_input_shape
+    return embeddings + n_layers * block + output
 
 
 # %% nbgrader={"grade": true, "grade_id": "ex0_check", "locked": true, "points": 1, "solution": false, "schema_version": 3}

@@ -274,12 +274,12 @@ def train_lm(
     """Train `model` (MiniGPT or CharLSTM) on the training split, on the corpus's device.
 
     schedule: "cosine" (linear warm-up, cosine decay; the GPT's loop) or "constant"; warmup:
-    steps of linear warm-up (None: a twentieth of the steps). compile: run the training steps through torch.compile(model); where compiling fails (no
-    compiler, an unsupported platform) or the model runs a plugged-in attention, mask or
-    embedding (`plugged_in`), print a one-line reason and train eagerly. Validation always runs
-    eagerly. `history.compiled` says which ran. The batches: `run_windows`.
-    Returns the history: the `Recipe` the loop read, training loss every `log_every` steps,
-    validation loss every `budget.eval_every` steps and at the end, and the wall time.
+    steps of linear warm-up (None: a twentieth of the steps). compile: run the training steps
+    through torch.compile(model); where compiling fails (no compiler, an unsupported platform)
+    or the model runs a plugged-in attention, mask or embedding (`plugged_in`), print a one-line
+    reason and train eagerly. Validation always runs eagerly. `history.compiled` says which ran.
+    The batches: `run_windows`. Returns the history: the `Recipe` the loop read, training loss
+    every `log_every` steps, validation loss every `budget.eval_every` steps and at the end.
     """
     device = corpus.device
     precision = precision or precision_for(device)
