@@ -67,6 +67,31 @@ def test_a_rerun_with_nothing_changed_runs_no_job_and_keeps_every_score(course, 
     assert [o.score for o in first] == [1, 1, 1]
 
 
+def test_a_new_review_pattern_flags_everyone_and_regrades_no_one(course, monkeypatch):
+    """Review flags never change a score: they are computed again for every submission at every
+    run, kept or regraded, and review.py is out of the rerun key (test_rerun_key.py)."""
+    import re
+
+    from grader.engine import review
+
+    for student in STUDENTS:
+        nb = untouched(course, NB)
+        nb["cells"].append(nbformat.v4.new_code_cell(f"seen = '{student}'"))
+        write(course / "submitted" / student / NB / f"{NB}.ipynb", nb)
+    monkeypatch.setattr(grading, "run_job", executing({"ex1_check": [FAILED]}))
+    assert not any(o.flags for o in grade(course))
+    pattern = ("names a variable seen", re.compile(r"\bseen\b"))
+    monkeypatch.setattr(review, "TOUCH_PATTERNS", [*review.TOUCH_PATTERNS, pattern])
+    monkeypatch.setattr(grading, "run_job", no_job)
+    again = grade(course)
+    assert [(o.student, o.status, o.score) for o in again] == [
+        (student, "unchanged", 1) for student in STUDENTS
+    ]
+    assert [o.flags for o in again] == [
+        [f"cell {len(nb['cells']) - 1} names a variable seen: `seen = '{s}'`"] for s in STUDENTS
+    ]
+
+
 def test_a_changed_submission_and_force_run_the_job_again(course, monkeypatch):
     monkeypatch.setattr(grading, "run_job", executing({"ex1_check": [FAILED]}))
     grade(course)

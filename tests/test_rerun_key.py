@@ -62,6 +62,16 @@ EDITS = {
         ],
         set(),
     ),
+    "a review pattern (grader/engine/review.py): its flags are computed again at every run": (
+        lambda root: _append(
+            root / "grader" / "engine" / "review.py", '\nTOUCHES += (("x", "y"),)\n'
+        ),
+        set(),
+    ),
+    "the term's plugins in grader/nbgrader_config.py (export, formgrader, feedback)": (
+        lambda root: _append(root / "grader" / "nbgrader_config.py"),
+        set(),
+    ),
     "a figure in baselines.json (a refreshed run's results)": (
         lambda root: _baselines(root, _refresh_a_figure),
         set(),

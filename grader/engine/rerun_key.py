@@ -1,8 +1,8 @@
 """What can change a notebook's scores, hashed: part of each submission's rerun key, so that
 autograde grades a submission again when one of these changed, and only then.
 
-    the engine           grader/engine/, and what its jobs import of grader/ (course.py, the
-                         nbgrader configuration)
+    the engine           grader/engine/ but review.py, and what its jobs import of grader/
+                         (course.py)
     the package          transformer_lab/, which every notebook and every check imports
     the notebook's checks  the checkpoints modules its release imports, and theirs in turn
                          (_core.py, _watch.py, _devices.py, __init__.py), each with its hidden
@@ -13,8 +13,12 @@ autograde grades a submission again when one of these changed, and only then.
                          data/baselines.json that choose it (their provenance) and the model
                          files; the recorded figures (results) are only shown, never checked
 
-The term (grader/term/: rosters, due dates, reports, grade sheets) is not in it: editing it
-regrades no one. Nor is baselines.json for a notebook that only shows its numbers.
+Not in it, so editing them regrades no one: the term (grader/term/: rosters, due dates,
+reports, grade sheets); review.py, whose flags never change a score and are computed again for
+every submission at every run, kept or regraded; grader/nbgrader_config.py, which names the
+term's plugins and the feedback's preprocessors, while what of it grading reads is keyed where
+it takes effect (the stubs in the release, the cell timeout in the run's settings); and
+baselines.json for a notebook that only shows its numbers.
 """
 
 from __future__ import annotations
@@ -26,12 +30,8 @@ from pathlib import Path
 
 from ..cells import parse_cell
 
-ENGINE = (
-    "grader/__init__.py",
-    "grader/course.py",
-    "grader/nbgrader_config.py",
-    "grader/engine/*.py",
-)
+ENGINE = ("grader/__init__.py", "grader/course.py", "grader/engine/*.py")
+NOT_SCORING = ("grader/engine/review.py",)  # flags, computed again at every run
 PACKAGE = ("transformer_lab/**/*.py",)
 CHECKS = "checkpoints"
 # A notebook that calls one of these reads data/: the recorded runs choose a model file.
@@ -41,7 +41,9 @@ BASELINES = "data/baselines.json"
 
 def digests(course: Path, releases: dict, root: Path) -> dict[str, str]:
     """notebook -> SHA-256 of everything that can change its scores (see the docstring)."""
-    shared = [path for pattern in ENGINE + PACKAGE for path in sorted(root.glob(pattern))]
+    unkeyed = {root / name for name in NOT_SCORING}
+    shared = [p for pattern in ENGINE + PACKAGE for p in sorted(root.glob(pattern))]
+    shared = [path for path in shared if path not in unkeyed]
     found = {}
     for name, release in releases.items():
         code = _code(release)
