@@ -1,4 +1,4 @@
-"""nbgrader configuration of the Transformer Lab course (grader/course is the course folder).
+"""nbgrader configuration of the Transformer Lab course (its folder: grader.course.COURSE).
 
 The one place for the stubs and the cell timeout: the notebook build and autograde read them
 from the loaded configuration (grader.course.nbgrader_config).

@@ -453,27 +453,6 @@ def _zoo_right() -> dict[str, list[str]]:
 # --- copies -------------------------------------------------------------------------------
 
 
-class _Renamer(ast.NodeTransformer):
-    def __init__(self, bound: set[str]):
-        self.bound = bound
-
-    def visit_Name(self, node):
-        if node.id in self.bound:
-            node.id = f"my_{node.id.lower()}"
-        return node
-
-    def visit_arg(self, node):
-        if node.arg in self.bound:
-            node.arg = f"my_{node.arg.lower()}"
-        return node
-
-    def visit_FunctionDef(self, node):
-        if node.name in self.bound:
-            node.name = f"my_{node.name.lower()}"
-        self.generic_visit(node)
-        return node
-
-
 def _bound(tree: ast.AST, given: set[str]) -> set[str]:
     bound = {n.arg for n in ast.walk(tree) if isinstance(n, ast.arg)}
     bound |= {

@@ -3,7 +3,7 @@ changelog, a record of what was) is read for the repository paths, make targets 
 commands it names, and the figures it shares with the code (budget tables, the Python floor, the
 Debian packages, minutes a seed, the suite's minutes, the test files) are compared. Paths and
 commands are read from code only (fenced blocks and `inline code`), where a reader copies them
-from."""
+from. The docstrings of the project's packages are read for the `module.name` they cite."""
 
 from __future__ import annotations
 
@@ -285,3 +285,82 @@ def test_the_suite_takes_the_minutes_make_help_says():
     readme = re.search(r"`make test` \(([\d.]+) to ([\d.]+) minutes on 2 CPU cores", said)
     makefile = re.search(r"\(([\d.]+)-([\d.]+) minutes on 2\)", make_help("test"))
     assert readme and makefile and readme.groups() == makefile.groups()
+
+
+# --- the docstrings' names ---------------------------------------------------------------------
+
+PACKAGES = ("grader", "transformer_lab", "maintainer", "checkpoints")
+# `module.name` in a docstring, module a file stem of the project's packages.
+DOTTED = re.compile(r"(?<![\w./-])([a-z_][a-z0-9_]*)\.([A-Za-z_][A-Za-z0-9_]*)\b")
+FILE_TYPES = {"py", "md", "json", "toml", "ipynb", "csv", "txt", "pt", "html", "zip", "yml", "j2"}
+
+
+def _modules() -> dict[str, list[Path]]:
+    """file stem -> the project's modules of that name (a package by its __init__.py)."""
+    found: dict[str, list[Path]] = {}
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            stem = path.parent.name if path.name == "__init__.py" else path.stem
+            found.setdefault(stem, []).append(path)
+    return found
+
+
+def _defined(path: Path) -> set[str]:
+    """The names a module defines at its top level, and its submodules' names for a package."""
+    import ast
+
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    names = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names |= {t.id for t in targets if isinstance(t, ast.Name)}
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names |= {(a.asname or a.name).split(".")[0] for a in node.names}
+    if path.name == "__init__.py":
+        names |= {p.stem for p in path.parent.glob("*.py")} | {
+            p.name for p in path.parent.iterdir() if (p / "__init__.py").is_file()
+        }
+    return names
+
+
+def _docstrings(path: Path):
+    import ast
+
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            text = ast.get_docstring(node, clean=False)
+            if text:
+                yield text
+
+
+def unresolved(paths, modules, root: Path = ROOT) -> list[str]:
+    """`module.name` references in the docstrings of `paths` whose module is the project's
+    and defines no such name."""
+    missing = []
+    for path in paths:
+        for text in _docstrings(path):
+            for module, name in DOTTED.findall(text):
+                if name in FILE_TYPES or module not in modules:
+                    continue
+                if not any(name in _defined(m) for m in modules[module]):
+                    missing.append(f"{path.relative_to(root)}: {module}.{name}")
+    return missing
+
+
+def test_the_docstrings_name_functions_that_exist():
+    modules = _modules()
+    paths = [p for package in PACKAGES for p in sorted((ROOT / package).rglob("*.py"))]
+    assert not unresolved(paths, modules)
+
+
+def test_a_docstring_naming_a_function_that_is_gone_is_found(tmp_path):
+    stale = tmp_path / "stale.py"
+    stale.write_text('"""The key is made by autograde.grading_digest."""\n', encoding="utf-8")
+    fine = tmp_path / "fine.py"
+    fine.write_text('"""The key is made by rerun_key.digests (job.py)."""\n', encoding="utf-8")
+    found = unresolved([stale, fine], _modules(), root=tmp_path)
+    assert found == ["stale.py: autograde.grading_digest"]

@@ -61,11 +61,6 @@ def drive_mount() -> Path:
     return Path(os.environ.get(DRIVE_ENV, DRIVE_MOUNT))
 
 
-def drive_gpt() -> Path:
-    """Where the student's own model lives in their Drive, once it is mounted."""
-    return drive_mount() / DRIVE_FOLDER / TRAINED_GPT.name
-
-
 def _colab_drive():
     """Colab's `drive` module, or None anywhere else: off Colab nothing here touches a Drive."""
     try:

@@ -5,6 +5,6 @@ puts back the locked cells and hidden tests (nbgrader's sanitizing steps), execu
 bubblewrap sandbox (sandbox, job, supervisor), and saves the scores of its checks in the gradebook
 (autograde, with nbgrader's preprocessors and ours); review flags code that touches the checking
 machinery. Its code, the checks, the package, the release and the data a graded notebook reads
-make the rerun key (autograde.grading_digest): a change anywhere else regrades no one. It knows
+make the rerun key (rerun_key.digests): a change anywhere else regrades no one. It knows
 nothing of the term: due dates, rosters and reports only read what it saved (grader/term/).
 """

@@ -14,7 +14,7 @@ per user namespace, so that in the job's own namespace it counts the job's tasks
 exempt from RLIMIT_NPROC, hence the cgroup.
 
 The list of what is allowed is the whole policy: nothing is mounted and then hidden, except the
-course folder when it lies inside the checkout (grader/course, the default).
+course folder when it lies inside the checkout (as a test's or a maintainer's may).
 """
 
 from __future__ import annotations

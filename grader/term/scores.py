@@ -22,10 +22,10 @@ QUIET = logging.getLogger("grader.nbgrader")
 
 
 def autograde(course: Path, students=None, notebooks=None, **engine_options) -> list[Outcome]:
-    """Grade (engine.grade takes `engine_options`: workers, limits, sandbox, scheduler), then
+    """Grade (autograde.grade takes `engine_options`: workers, limits, sandbox, scheduler), then
     settle lateness, flag copies and write the scores table over the last one: a run limited to
     some students or notebooks keeps everyone else's rows. On Ctrl-C, what was saved is settled
-    and logged, and engine.Interrupted goes on up."""
+    and logged, and autograde.Interrupted goes on up."""
     course = Path(course)
     isolated = engine.isolation(engine_options.get("sandboxed", True))
     try:
