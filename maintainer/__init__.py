@@ -18,9 +18,8 @@ checkpoints and grader's course helpers; nothing imports them.
 from __future__ import annotations
 
 import subprocess
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from grader.course import ROOT  # the checkout, defined once
 
 
 def git(*args: str) -> str:

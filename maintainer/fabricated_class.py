@@ -18,10 +18,10 @@ import zipfile
 from datetime import datetime
 from pathlib import Path
 
+from maintainer import ROOT
 from maintainer.notebook_build import SOLUTION_MARKERS
 from transformer_lab import attention as tl_attention
 
-ROOT = Path(__file__).resolve().parents[1]  # the checkout
 NAMES = ["01_attention", "02_causal_mask", "03_positions", "04_training", "05_heads", "06_stretch"]
 RELEASE = [sys.executable, "-m", "maintainer.notebook_build", "--no-workshop", "--course"]
 

@@ -1,7 +1,6 @@
 """Where the tests find the checkout, and the course's folder beside it (the corpus, the lecture):
 every test file takes them from here."""
 
-from pathlib import Path
+from grader.course import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"

@@ -62,7 +62,15 @@ def recorded_rows(run: dict) -> dict:
 
 # Where nothing is recorded for a device class, the nearest one is shown: these in this order.
 DEVICE_CLASSES = ("cuda-fp16", "cuda-bf16", "cpu", "mps")
-MODES = ("full", "quick")  # smoke runs are for tests: shown only when asked for
+# The budgets a student is shown, the lecture's table's first; smoke runs are for tests, shown
+# only when asked for. (runtime.MODES are the modes a notebook runs in.)
+RECORDED_MODES = ("full", "quick")
+
+
+def _nearest_classes(device) -> list[str]:
+    """The student's device class, then the others in DEVICE_CLASSES order."""
+    wanted = device_class(device)
+    return [wanted, *(c for c in DEVICE_CLASSES if c != wanted)]
 
 
 def nearest_run(mode: str, device, has=None, baselines: dict | None = None):
@@ -71,10 +79,8 @@ def nearest_run(mode: str, device, has=None, baselines: dict | None = None):
     hold what the caller needs."""
     baselines = load_baselines() if baselines is None else baselines
     runs = (baselines or {}).get("runs", {})
-    wanted = device_class(device)
-    classes = [wanted, *(c for c in DEVICE_CLASSES if c != wanted)]
-    for m in dict.fromkeys([mode, *MODES]):
-        for c in classes:
+    for m in dict.fromkeys([mode, *RECORDED_MODES]):
+        for c in _nearest_classes(device):
             run = runs.get(f"{m}/{c}")
             if run is not None and (has is None or has(run)):
                 return f"{m}/{c}", run
@@ -173,9 +179,6 @@ def after_the_lab(
     )
 
 
-BUDGETS_READ = ("full", "quick")  # the lecture's table is at the full budget
-
-
 def _compared(run: dict) -> bool:
     return {"gpt", "lstm"} <= set(recorded_rows(run))
 
@@ -185,10 +188,9 @@ def recorded_budgets(device, baselines: dict | None = None) -> dict[str, tuple[s
     with GPT and LSTM rows, on the student's device class or else the nearest one recorded."""
     baselines = load_baselines() if baselines is None else baselines
     runs = (baselines or {}).get("runs", {})
-    wanted = device_class(device)
     found = {}
-    for budget in BUDGETS_READ:
-        for c in [wanted, *(c for c in DEVICE_CLASSES if c != wanted)]:
+    for budget in RECORDED_MODES:
+        for c in _nearest_classes(device):
             run = runs.get(f"{budget}/{c}")
             if run is not None and _compared(run):
                 found[budget] = (f"{budget}/{c}", run)

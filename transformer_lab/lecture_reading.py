@@ -10,7 +10,7 @@ scoring windows) is computed from the package.
 
 from __future__ import annotations
 
-from .baselines import BUDGETS_READ, recorded_rows, seed_nats
+from .baselines import RECORDED_MODES, recorded_rows, seed_nats
 from .text import render
 from .train import LAB3_RECIPE, training_summary
 from .verdict import Gap
@@ -180,7 +180,7 @@ def reading(found: dict[str, tuple[str, dict]]) -> str:
     read = points(found) if found else []
     return render(
         "lecture_reading.md.j2",
-        missing=[budget for budget in BUDGETS_READ if budget not in found],
+        missing=[budget for budget in RECORDED_MODES if budget not in found],
         points=read,
         differences=[(clause, point) for point in read for clause in point["differs"]],
     )
