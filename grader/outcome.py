@@ -1,11 +1,57 @@
 """One notebook's grading, as the engine leaves it and the term completes it: the engine fills
-the status and the scores, the term the lateness (grader/term/scores.py)."""
+the status, the scores and the review flags, the term the lateness and the copy flags
+(grader/term/scores.py). A flag is data from where it is found to where a report writes it."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 GRADED = ("graded", "unchanged")  # statuses with scores in the gradebook
+REVIEW, COPY = "review", "copy"  # the kinds of flag
+
+
+@dataclass(frozen=True)
+class Flag:
+    """A reason for the instructor to look at a submission; it never changes a score.
+
+    REVIEW (grader/engine/review.py): a line of the student's code that reaches for the checking
+    machinery. COPY (grader/term/copies/): a part that matches a source, reported from both
+    sides with its longest run, as MOSS and JPlag report one."""
+
+    kind: str  # REVIEW or COPY
+    part: str  # review: the cell ("cell 12 (ex1_attention)"); copy: the exercise's grade id
+    source: str  # review: what the line does; copy: what it matches ("classmate bea's")
+    quoted: str = ""  # review: the line itself
+    share: float = 0.0  # copy: the share of the student's answer the match covers
+    held: float = 0.0  # copy: the share of the source's that the student's holds
+    alike: int = 0  # copy: tokens (words, for a written answer) alike
+    longest: int = 0  # copy: the longest run of them
+    answer: str = "own code"  # copy: "own code" or "written answer"
+    whose: str = ""  # copy: the source as a possessive ("the solution's", "bea's")
+    written: str = ""  # the text of a flag that an earlier version kept as text only
+
+    def text(self) -> str:
+        """The flag as the reports quote it."""
+        if self.written:
+            return self.written
+        if self.kind == REVIEW:
+            return f"{self.part} {self.source}: `{self.quoted}`"
+        unit = "words" if self.answer == "written answer" else "tokens"
+        return (
+            f"copy: {self.part} matches {self.source}: {self.share:.0%} of the student's "
+            f"{self.answer}, {self.held:.0%} of {self.whose} ({self.alike} {unit} alike, "
+            f"longest run {self.longest})"
+        )
+
+    __str__ = text
+
+    @classmethod
+    def read(cls, saved: dict | str) -> Flag:
+        """A flag as reports/autograde.json holds it; a report from before flags were data holds
+        its text, kept whole (a copy flag's is replaced when the class is compared again)."""
+        if isinstance(saved, str):
+            return cls(COPY if saved.startswith("copy: ") else REVIEW, "", "", written=saved)
+        return cls(**saved)
 
 
 @dataclass
@@ -19,6 +65,6 @@ class Outcome:
     seconds: float = 0.0
     repairs: list[str] = field(default_factory=list)
     reason: str = ""
-    flags: list[str] = field(default_factory=list)  # for review; never change a score
+    flags: list[Flag] = field(default_factory=list)  # for a look; never change a score
     seconds_late: float = 0.0  # past the due date (extension included): the term's, after scoring
     late_penalty: float = 0.0  # points nbgrader's late penalty takes off `score`: the term's too

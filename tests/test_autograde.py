@@ -87,7 +87,7 @@ def test_a_new_review_pattern_flags_everyone_and_regrades_no_one(course, monkeyp
     assert [(o.student, o.status, o.score) for o in again] == [
         (student, "unchanged", 1) for student in STUDENTS
     ]
-    assert [o.flags for o in again] == [
+    assert [[f.text() for f in o.flags] for o in again] == [
         [f"cell {len(nb['cells']) - 1} names a variable seen: `seen = '{s}'`"] for s in STUDENTS
     ]
 

@@ -19,7 +19,7 @@ import nbformat
 import pytest
 from paths import SHARED
 
-from grader.outcome import Outcome
+from grader.outcome import COPY, REVIEW, Flag, Outcome
 from grader.term import copies
 from grader.term.copies.lecture_listings import LISTINGS
 from maintainer import copy_corpus as corpus
@@ -61,7 +61,8 @@ def _class(course, grade_id, bodies: dict[str, str]) -> list[copies.Match]:
 
 
 def _flags(found, student):
-    return [copies.flag(m) for m in copies.flagged(found) if m.student == student]
+    """The student's copy flags as the report quotes them."""
+    return [copies.flag(m).text() for m in copies.flagged(found) if m.student == student]
 
 
 # What the instructor reads of a match: both shares and the longest run.
@@ -255,7 +256,7 @@ def test_a_copy_rewritten_by_hand_in_an_added_cell_is_flagged(course, source, re
     nb = copy.deepcopy(given)
     nb.cells.append(nbformat.v4.new_code_cell(source))
     parts = copies.class_parts({("ann", "01_attention"): nb}, {"01_attention": given})
-    flags = [copies.flag(m) for m in copies.flagged(copies.class_matches(parts))]
+    flags = [copies.flag(m).text() for m in copies.flagged(copies.class_matches(parts))]
     assert len(flags) == 1, flags
     assert flags[0].startswith("copy: added cells matches the package's ")
     assert f"transformer_lab/{reference}" in flags[0]
@@ -264,9 +265,13 @@ def test_a_copy_rewritten_by_hand_in_an_added_cell_is_flagged(course, source, re
 def test_a_layer_rewritten_by_hand_in_the_exercise_is_flagged(course):
     body = textwrap.dedent(HAND_RENAMED_HEADS.split("need_weights=False):\n", 1)[1])
     (match,) = copies.flagged(_class(course, "ex6a_multi_head", {"ann": body}))
-    assert copies.flag(match).startswith(
-        "copy: ex6a_multi_head matches the package's transformer_lab/model.py "
-        "(MultiHeadAttention.forward"
+    assert (
+        copies.flag(match)
+        .text()
+        .startswith(
+            "copy: ex6a_multi_head matches the package's transformer_lab/model.py "
+            "(MultiHeadAttention.forward"
+        )
     )
 
 
@@ -385,10 +390,11 @@ def test_flags_join_the_outcomes_replace_an_earlier_runs_and_change_no_score(tmp
     here = tmp_path / "course"
     solution = corpus.solution_body(here, "ex6a_multi_head")
     assignment = _graded(here, {"ann": solution, "ben": corpus.HONEST["ex6a_multi_head"][0]})
-    write = "cell 3 writes an attribute of torch: `x`"
+    write = Flag(REVIEW, "cell 3", "writes an attribute of torch", "x")
+    old = Flag(COPY, "ex6a_multi_head", "classmate ben's", share=0.5, held=0.5, whose="ben's")
     outcomes = [
-        Outcome("ann", assignment, "graded", 4.0, 4.0, flags=[write, "copy: old"]),
-        Outcome("ben", assignment, "graded", 2.0, 4.0, flags=["copy: old"]),
+        Outcome("ann", assignment, "graded", 4.0, 4.0, flags=[write, old]),
+        Outcome("ben", assignment, "graded", 2.0, 4.0, flags=[old]),
     ]
     before = [dataclasses.replace(o, flags=[]) for o in outcomes]
     assert copies.with_copies(here, outcomes) is outcomes
@@ -397,7 +403,7 @@ def test_flags_join_the_outcomes_replace_an_earlier_runs_and_change_no_score(tmp
         r"copy: ex6a_multi_head matches the course's solution \(solutions/06_stretch.py\): "
         r"100% of the student's own code, 100% of the solution's \(\d+ tokens alike, longest "
         r"run \d+\)",
-        outcomes[0].flags[1],
+        outcomes[0].flags[1].text(),
     )
     assert outcomes[1].flags == []
     assert [dataclasses.replace(o, flags=[]) for o in outcomes] == before  # scores untouched
@@ -406,7 +412,8 @@ def test_flags_join_the_outcomes_replace_an_earlier_runs_and_change_no_score(tmp
 def test_the_review_column_names_each_copys_source_and_share(course):
     renamed = LOOP_OVER_HEADS.replace("outs", "pieces")
     found = _class(course, "ex6a_multi_head", {"ann": LOOP_OVER_HEADS, "ben": renamed})
-    flags = ["cell 3 writes an attribute of torch: `x`", *_flags(found, "ann")]
+    write = Flag(REVIEW, "cell 3", "writes an attribute of torch", "x")
+    flags = [write, *(copies.flag(m) for m in copies.flagged(found) if m.student == "ann")]
     (m,) = [m for m in copies.flagged(found) if m.student == "ann"]
     assert copies.review_cell("06_stretch", flags) == (
         f"06_stretch: ex6a_multi_head {m.share:.0%} classmate ben's, holding "

@@ -16,6 +16,7 @@ import pytest
 from notebook_harness import REGION, cells, inject
 
 from grader.engine import review
+from grader.outcome import REVIEW, Flag
 from transformer_lab import attention as tl_attention
 
 SETUP = "import math\n\nimport torch\nimport torch.nn as nn\n\nimport transformer_lab as tl"
@@ -52,7 +53,8 @@ def _submission(source: str, *added: str) -> nbformat.NotebookNode:
 
 
 def _flags(source: str, *added: str) -> list[str]:
-    return review.flags(_submission(source, *added), _release())
+    """The flags as the report quotes them."""
+    return [flag.text() for flag in review.flags(_submission(source, *added), _release())]
 
 
 @pytest.mark.parametrize(
@@ -143,12 +145,12 @@ def test_the_release_cells_are_not_read():
     assert review.flags(nb, release) == []
 
 
-def test_flags_are_strings_and_change_nothing():
+def test_flags_are_data_quoted_as_text_and_change_nothing():
     nb = _submission(PASTED, "torch.allclose = lambda *args, **kwargs: True")
     release = _release()
     before = copy.deepcopy(nb), copy.deepcopy(release)
     flags = review.flags(nb, release)
-    assert flags == [
-        "cell 3 writes an attribute of torch: `torch.allclose = lambda *args, **kwargs: True`"
-    ]
+    line = "torch.allclose = lambda *args, **kwargs: True"
+    assert flags == [Flag(REVIEW, "cell 3", "writes an attribute of torch", line)]
+    assert [f.text() for f in flags] == [f"cell 3 writes an attribute of torch: `{line}`"]
     assert (nb, release) == before

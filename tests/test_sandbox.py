@@ -25,6 +25,7 @@ from grader.course import GradingError, db_url
 from grader.engine import sandbox, supervisor
 from grader.engine.autograde import job_command
 from grader.engine.job import CELL_OUTPUT_CAP, NOTEBOOK_OUTPUT_CAP
+from grader.outcome import COPY
 from grader.term import collect
 from grader.term.scores import autograde
 from maintainer.fabricated_class import (
@@ -333,11 +334,11 @@ def test_a_dead_kernel_keeps_the_points_earned_before(attacked):
 
 def test_tampering_is_flagged_with_the_line_and_scores_as_it_ran(attacked):
     course, outcomes, _, _ = attacked
-    assert any(TAMPER.strip() in flag for flag in outcomes["tamper"].flags)
-    assert any("import checkpoints._core" in flag for flag in outcomes["rewriter"].flags)
+    assert any(TAMPER.strip() in flag.text() for flag in outcomes["tamper"].flags)
+    assert any("import checkpoints._core" in flag.text() for flag in outcomes["rewriter"].flags)
     # code that touches nothing is not flagged for it (huge's Exercise 0 is the course's
     # solution: a copy, which grader/term/copies/ flags on its own)
-    assert [f for f in outcomes["huge"].flags if not f.startswith("copy: ")] == []
+    assert [f for f in outcomes["huge"].flags if f.kind != COPY] == []
     assert "⚑ 01_attention" in (course / "reports" / "autograde.md").read_text()
 
 

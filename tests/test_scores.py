@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 
 from grader.course import db_url
-from grader.outcome import Outcome
+from grader.outcome import COPY, Flag, Outcome
+from grader.outcome import REVIEW as REVIEW_KIND
 from grader.term import deadlines, scores
 from grader.term.scores import REVIEW
 
@@ -30,10 +31,18 @@ COURSE_TOML = """assigned = ["01_attention", "02_causal_mask", "06_stretch"]
 02_causal_mask = 2999-01-01T00:00:00+00:00
 """
 SANDBOX = "bubblewrap (unprivileged user namespaces)"
-COPY_FLAG = (
-    "copy: ex1_attention matches the course's solution: 100% of the student's own code (80 tokens)"
+COPY_FLAG = Flag(
+    COPY,
+    "ex1_attention",
+    "the course's solution",
+    share=1.0,
+    held=0.8,
+    alike=80,
+    longest=80,
+    whose="the solution's",
 )
-TORCH_FLAG = "cell 7 (ex1_attention) writes to torch: `torch.allclose = lambda *a, **k: True`"
+TORCH_LINE = "torch.allclose = lambda *a, **k: True"
+TORCH_FLAG = Flag(REVIEW_KIND, "cell 7 (ex1_attention)", "writes to torch", TORCH_LINE)
 DIED = (
     "the kernel died in cell 12 (ex2_mask); the checks above it kept their points, none below ran"
 )
@@ -116,7 +125,7 @@ def test_the_table_has_one_maximum_per_notebook_and_the_notes_by_kind(course):
         "| alice | 4 / 4 late, no penalty | 1 / 2 (+1 to grade by hand) | 4 / 4 | – / 6 |  |",
         "| bob | quarantined | – | – | – / 6 |  |",
         "| carol | 3 / 4 | – | – | 3 / 6 "
-        "| ⚑ 01_attention: ex1_attention 100% the course's solution; 1 other |",
+        "| ⚑ 01_attention: ex1_attention 100% the course's solution, holding 80% of it; 1 other |",
         "| dave | – | failed | – | – / 6 |  |",
         "| eve | 4 / 4 late −1 | – | – | 3 / 6 |  |",
         "",
@@ -184,6 +193,27 @@ def test_a_report_of_another_version_still_reads(course):
     report = {"sandbox": "none", "outcomes": [row | {"kernel": "python3"}]}  # a field since gone
     (course / "reports" / "autograde.json").write_text(json.dumps(report))
     assert scores.load_outcomes(course) == [Outcome("alice", "01_attention", "graded", score=4)]
+
+
+def test_flags_travel_as_data_and_an_earlier_report_s_text_is_kept_whole(course):
+    """A flag is written to autograde.json as its fields and read back as the same record; a
+    report from before flags were data holds text, which the notes quote as it was."""
+    scores.write_scores_table(course, CLASS, SANDBOX)
+    saved = json.loads((course / "reports" / "autograde.json").read_text(encoding="utf-8"))
+    (carol,) = [o for o in saved["outcomes"] if o["flags"]]
+    assert carol["flags"][0] | {"share": 1.0} == {
+        "kind": "copy", "part": "ex1_attention", "source": "the course's solution",
+        "quoted": "", "share": 1.0, "held": 0.8, "alike": 80, "longest": 80,
+        "answer": "own code", "whose": "the solution's", "written": "",
+    }  # fmt: skip
+    old = "copy: ex1_attention matches the course's solution: 100% of the student's own code"
+    carol["flags"] = [old, TORCH_FLAG.text()]
+    (course / "reports" / "autograde.json").write_text(json.dumps(saved))
+    (read,) = [o for o in scores.load_outcomes(course) if o.flags]
+    assert [f.text() for f in read.flags] == [old, TORCH_FLAG.text()]
+    assert [f.kind for f in read.flags] == ["copy", "review"]  # the copy's is replaced anew
+    table = scores.scores_table([read], SANDBOX, deadlines.notebooks(course), lambda s: s)
+    assert f"- carol / 01_attention: {old}" in table
 
 
 EARLIER = [

@@ -22,6 +22,7 @@ from collections.abc import Iterator
 import nbformat
 
 from ..cells import parse_cell
+from ..outcome import REVIEW, Flag
 
 # (what it does, pattern), matched against each line of the student's code.
 TOUCHES = (
@@ -106,8 +107,8 @@ def _student_cells(nb: nbformat.NotebookNode, release: nbformat.NotebookNode):
             yield index, cell
 
 
-def flags(nb: nbformat.NotebookNode, release: nbformat.NotebookNode) -> list[str]:
-    """One line per offending line of the student's code: where, what, the line itself."""
+def flags(nb: nbformat.NotebookNode, release: nbformat.NotebookNode) -> list[Flag]:
+    """One flag per offending line of the student's code: where, what, the line itself."""
     aliases = _aliases(nb)
     found = []
     for index, cell in _student_cells(nb, release):
@@ -125,5 +126,5 @@ def flags(nb: nbformat.NotebookNode, release: nbformat.NotebookNode) -> list[str
         for number, what in sorted(what_by_line.items()):
             if what and number <= len(lines):
                 line = lines[number - 1].strip()
-                found.append(f"{where} {', '.join(dict.fromkeys(what))}: `{line}`")
+                found.append(Flag(REVIEW, where, ", ".join(dict.fromkeys(what)), line))
     return found

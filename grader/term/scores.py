@@ -14,7 +14,7 @@ from dataclasses import asdict, fields
 from pathlib import Path
 
 from ..engine import autograde as engine
-from ..outcome import GRADED, Outcome
+from ..outcome import GRADED, Flag, Outcome
 from . import copies, deadlines, term_log
 from .names import namer
 
@@ -179,7 +179,7 @@ def _notes(outcomes: list[Outcome]) -> list[str]:
             kind = "not graded" if o.status in ("quarantined", "failed") else "cut short"
             kinds[kind].append(who + (f"{o.status}: " if kind == "not graded" else "") + o.reason)
         kinds["repaired"] += [who + r for r in o.repairs]
-        kinds["review"] += [who + f for f in o.flags]
+        kinds["review"] += [who + f.text() for f in o.flags]
     lines = []
     for kind, notes in kinds.items():
         if notes:
@@ -212,7 +212,10 @@ def load_outcomes(course: Path) -> list[Outcome]:
         return []
     known = {f.name for f in fields(Outcome)}  # a report written by another version may differ
     rows = json.loads(saved.read_text(encoding="utf-8"))["outcomes"]
-    return [Outcome(**{k: v for k, v in o.items() if k in known}) for o in rows]
+    outcomes = [Outcome(**{k: v for k, v in o.items() if k in known}) for o in rows]
+    for o in outcomes:
+        o.flags = [Flag.read(f) for f in o.flags]
+    return outcomes
 
 
 def merged(course: Path, outcomes: list[Outcome], students=None, notebooks=None) -> list[Outcome]:

@@ -52,7 +52,7 @@ instructor, and `make class-report` ranks the pairs and shows them side by side.
 
 from ...cells import parse_cell
 from .fingerprints import Piece, fingerprints, winnow
-from .kinds import ADDED, CODE, FLAG, NOTEBOOK, PUBLISHED, TEXT, Bar, Kind
+from .kinds import ADDED, CODE, NOTEBOOK, PUBLISHED, TEXT, Bar, Kind
 from .matching import Match, class_matches, class_parts, compare, flagged, matches, size
 from .own_code import Given, code_piece, given, own_lines, own_parts, text_piece
 from .reports import (
@@ -70,7 +70,6 @@ from .tokens import code_tokens, imports, text_tokens
 __all__ = [
     "ADDED",
     "CODE",
-    "FLAG",
     "NOTEBOOK",
     "PUBLISHED",
     "TEXT",

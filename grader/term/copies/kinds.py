@@ -54,7 +54,6 @@ TEXT = Kind(
 )
 COMMON = 0.1  # a fingerprint held by more than this share of the class weighs less
 COMMON_FLOOR = 3  # ... and by more than this many students, whatever the class size
-FLAG = "copy: "  # every copy flag starts so (a rerun replaces them)
 PUBLISHED = ("solution", "reference")
 NOTEBOOK = "notebook"  # the part that sums a notebook's code parts
 ADDED = "added cells"  # the part that holds the code cells the student added

@@ -12,8 +12,9 @@ from pathlib import Path
 import nbformat
 
 from ...course import release_notebook
+from ...outcome import COPY, Flag
 from .fingerprints import Piece
-from .kinds import CODE, FLAG, NOTEBOOK, TEXT
+from .kinds import CODE, NOTEBOOK, TEXT
 from .matching import Match, class_matches, class_parts, flagged, matched_lines
 from .sources import published
 
@@ -31,32 +32,27 @@ def _whose(m: Match) -> str:
     )
 
 
-def flag(m: Match) -> str:
+def flag(m: Match) -> Flag:
     """Both sides of the match and its longest run, as MOSS and JPlag report one."""
-    what = "written answer" if m.kind is TEXT else "own code"
-    unit = "words" if m.kind is TEXT else "tokens"
-    return (
-        f"{FLAG}{m.part} matches {describe(m)}: {m.share:.0%} of the student's {what}, "
-        f"{m.held_share:.0%} of {_whose(m)} ({m.tokens} {unit} alike, longest run {m.longest})"
+    return Flag(
+        COPY,
+        m.part,
+        describe(m),
+        share=m.share,
+        held=m.held_share,
+        alike=m.tokens,
+        longest=m.longest,
+        answer="written answer" if m.kind is TEXT else "own code",
+        whose=_whose(m),
     )
 
 
-FLAGGED = re.compile(
-    rf"^{FLAG}(?P<part>.+?) matches (?P<source>.+?): (?P<share>\d+%) of the student's "
-    r"(?:own code|written answer)(?:, (?P<held>\d+%) of )?"
-)
-
-
-def review_cell(assignment: str, flags: list[str]) -> str:
+def review_cell(assignment: str, flags: list[Flag]) -> str:
     """One notebook's entry in the report's review column: each copy's part, share, source and
     the share of the source it holds (`01_attention: ex1_attention 52% the course's solution
     (...), holding 100% of it`), then how many other flags the notes below the table quote."""
-    found = [m for m in map(FLAGGED.match, flags) if m]
-    said = [
-        f"{m['part']} {m['share']} {m['source']}"
-        + (f", holding {m['held']} of it" * bool(m["held"]))
-        for m in found
-    ]
+    found = [f for f in flags if f.kind == COPY and not f.written]
+    said = [f"{f.part} {f.share:.0%} {f.source}, holding {f.held:.0%} of it" for f in found]
     others = len(flags) - len(found)
     said += [f"{others} other{'s' * (others > 1)}"] if others else []
     return f"{assignment}: " + "; ".join(said)
@@ -86,11 +82,11 @@ def with_copies(course: Path, outcomes: list) -> list:
     """The outcomes, each with its copy flags (replacing those of an earlier run): the whole
     class is compared, so a run limited to some students still flags their classmates."""
     keys = [(o.student, o.assignment) for o in outcomes if o.status in ("graded", "unchanged")]
-    by: dict[tuple[str, str], list[str]] = defaultdict(list)
+    by: dict[tuple[str, str], list[Flag]] = defaultdict(list)
     for m in flagged(class_report_matches(course, keys)):
         by[m.student, m.assignment].append(flag(m))
     for o in outcomes:
-        o.flags = [f for f in o.flags if not f.startswith(FLAG)] + by[o.student, o.assignment]
+        o.flags = [f for f in o.flags if f.kind != COPY] + by[o.student, o.assignment]
     return outcomes
 
 
@@ -157,7 +153,7 @@ def _page(m: Match, found: list[Match], parts: dict) -> str:
         )
     title = f"{m.assignment}: {m.student} and {m.name}"
     return PAGE.format(
-        title=html.escape(title), summary=html.escape(flag(m)), sections="\n".join(sections)
+        title=html.escape(title), summary=html.escape(flag(m).text()), sections="\n".join(sections)
     )
 
 
