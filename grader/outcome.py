@@ -5,8 +5,20 @@ the status, the scores and the review flags, the term the lateness and the copy 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 
-GRADED = ("graded", "unchanged")  # statuses with scores in the gradebook
+
+class Status(StrEnum):
+    """What became of one notebook's grading (a string: it is written to the reports as is)."""
+
+    GRADED = "graded"  # executed now, its scores saved
+    UNCHANGED = "unchanged"  # nothing that can change its scores changed: the last ones kept
+    QUARANTINED = "quarantined"  # not executed: preflight could not make it gradable
+    FAILED = "failed"  # its job did not finish: nothing saved
+
+
+SCORED = (Status.GRADED, Status.UNCHANGED)  # statuses with scores in the gradebook
+NOT_GRADED = (Status.QUARANTINED, Status.FAILED)  # statuses with a reason and no score
 REVIEW, COPY = "review", "copy"  # the kinds of flag
 
 
@@ -58,7 +70,7 @@ class Flag:
 class Outcome:
     student: str
     assignment: str  # the notebook: in this course one assignment is one notebook
-    status: str  # graded | unchanged | quarantined | failed
+    status: Status
     score: float = 0.0
     max_score: float = 0.0
     needs_manual: int = 0

@@ -48,7 +48,7 @@ from ..course import (
 )
 from ..course import cell_timeout as default_cell_timeout
 from ..ctrl_c import ctrl_c_waits
-from ..outcome import GRADED, Outcome
+from ..outcome import SCORED, Outcome, Status
 from . import preflight, rerun_key, review, sandbox, supervisor
 from .sandbox import ROOT
 from .supervisor import run_job, stop_jobs  # by these names here: the local pool's, and tests'
@@ -123,7 +123,9 @@ def save_scores(nb, course: Path, student: str, assignment: str) -> Outcome:
     with Gradebook(db_url(course)) as gb:
         notebook = gb.find_submission_notebook(assignment, assignment, student)
         needs = sum(bool(g.needs_manual_grade) for g in notebook.grades)
-        return Outcome(student, assignment, "graded", notebook.score, notebook.max_score, needs)
+        return Outcome(
+            student, assignment, Status.GRADED, notebook.score, notebook.max_score, needs
+        )
 
 
 def job_command(cell_timeout: int, memory_gb: float) -> list[str]:
@@ -153,7 +155,7 @@ class Interrupted(KeyboardInterrupt):
     def __init__(self, outcomes: list, total: int):
         super().__init__(outcomes, total)
         self.outcomes, self.total = outcomes, total
-        self.saved = sum(o.status in GRADED for o in outcomes)
+        self.saved = sum(o.status in SCORED for o in outcomes)
 
     def __str__(self) -> str:
         return (
@@ -185,7 +187,7 @@ def job_pool(workers: int, scheduler: str | None = None):
 def prepare(course: Path, student: str, assignment: str, path: Path, release) -> tuple:
     """(notebook text to execute, Outcome so far), or (None, Outcome quarantined)."""
     checked = preflight.preflight(path.read_bytes(), release)
-    outcome = Outcome(student, assignment, "quarantined", repairs=checked.repairs)
+    outcome = Outcome(student, assignment, Status.QUARANTINED, repairs=checked.repairs)
     if checked.notebook is None:
         outcome.reason = checked.quarantined
         return None, outcome
@@ -355,7 +357,9 @@ def saved_scores(executed, course: Path, student: str, assignment: str) -> Outco
         if {g.name: g.auto_score for g in grades} != expected:
             return None
         needs = sum(bool(g.needs_manual_grade) for g in grades)
-        return Outcome(student, assignment, "graded", notebook.score, notebook.max_score, needs)
+        return Outcome(
+            student, assignment, Status.GRADED, notebook.score, notebook.max_score, needs
+        )
 
 
 def _unchanged(course: Path, outcome: Outcome, last: dict) -> Outcome:
@@ -369,7 +373,7 @@ def _unchanged(course: Path, outcome: Outcome, last: dict) -> Outcome:
     kept = saved_scores(executed, course, student, assignment)
     if kept is None:
         kept = save_scores(executed, course, student, assignment)
-    kept.status, kept.repairs, kept.seconds = "unchanged", outcome.repairs, last["seconds"]
+    kept.status, kept.repairs, kept.seconds = Status.UNCHANGED, outcome.repairs, last["seconds"]
     kept.flags, kept.reason = outcome.flags, last.get("reason", "")
     return kept
 
@@ -377,7 +381,7 @@ def _unchanged(course: Path, outcome: Outcome, last: dict) -> Outcome:
 def _finish(course: Path, result: dict, key: str, outcome: Outcome) -> Outcome:
     """A job's result into the gradebook and autograded/, or the reason there is none."""
     if "error" in result:
-        outcome.status, outcome.reason = "failed", result["error"]
+        outcome.status, outcome.reason = Status.FAILED, result["error"]
         return outcome
     executed = nbformat.reads(result["notebook"], 4)
     graded = save_scores(executed, course, outcome.student, outcome.assignment)

@@ -26,17 +26,18 @@ import html
 import zipfile
 from pathlib import Path, PurePosixPath
 
+from ..outcome import Status
 from . import collected, deadlines, hand_grading
 from .roster import lms_name
 from .scores import load_outcomes
 
 WHAT_TO_DO = {
-    "quarantined": (
+    Status.QUARANTINED: (
         "Your file could not be graded as handed in. Download the notebook again from the course "
         "page, copy your answers into it, run it from top to bottom (Runtime → Restart and run "
         "all in Colab), save it (File → Download → .ipynb) and hand that file in again."
     ),
-    "failed": (
+    Status.FAILED: (
         "Grading stopped before your notebook finished. Run it from top to bottom (Runtime → "
         "Restart and run all in Colab): a cell that runs for minutes, never ends or fills the "
         "memory is the one to fix. Then hand it in again."

@@ -46,6 +46,7 @@ from nbgrader.plugins import CsvExportPlugin
 from traitlets import Bool
 
 from ..course import GradingError, assignments, db_url
+from ..outcome import NOT_GRADED
 from . import deadlines, hand_grading, roster
 from .hand_grading import NEEDS, PARTIAL, waiting
 from .scores import load_outcomes
@@ -129,7 +130,7 @@ def mark(
     `answers`: the notebook's written answers still to grade by hand; its score is then partial,
     left empty unless `partial`."""
     name = notebook.name
-    if outcome is not None and outcome.status in ("quarantined", "failed"):
+    if outcome is not None and outcome.status in NOT_GRADED:
         return Mark(None, outcome.status)
     if score is None:
         handed_in = (Path(course) / "submitted" / student / name / f"{name}.ipynb").is_file()

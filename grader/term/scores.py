@@ -14,7 +14,7 @@ from dataclasses import asdict, fields
 from pathlib import Path
 
 from ..engine import autograde as engine
-from ..outcome import GRADED, Flag, Outcome
+from ..outcome import NOT_GRADED, SCORED, Flag, Outcome, Status
 from . import copies, deadlines, term_log
 from .names import namer
 
@@ -48,7 +48,7 @@ def settle(course: Path, outcomes: list[Outcome]) -> None:
     again or not, so that a changed due date, extension or policy applies without executing
     anything again."""
     for o in outcomes:
-        if o.status in GRADED:
+        if o.status in SCORED:
             o.seconds_late, o.late_penalty = deadlines.settle(
                 course, o.student, o.assignment, QUIET
             )
@@ -70,7 +70,7 @@ def log_entry(outcomes: list[Outcome]) -> str:
     lines += [
         f"- {o.student} / {o.assignment}: {o.status}: {o.reason}"
         for o in outcomes
-        if o.status in ("quarantined", "failed")
+        if o.status in NOT_GRADED
     ]
     return "\n".join(lines + ["", "The scores: reports/autograde.md."])
 
@@ -115,7 +115,7 @@ def _heading(nb) -> str:
 def _cell(o: Outcome | None, nb) -> str:
     if o is None:
         return "–"
-    if o.status not in GRADED:
+    if o.status not in SCORED:
         return o.status
     manual = f" (+{o.needs_manual} to grade by hand)" if o.needs_manual else ""
     late = ""
@@ -131,7 +131,7 @@ def _total(mine: list, notebooks: list) -> str:
     for o in mine:
         if o is None:
             continue
-        if o.status not in GRADED or o.needs_manual:
+        if o.status not in SCORED or o.needs_manual:
             return f"– / {out_of:g}"
         total += o.score - o.late_penalty
     return f"{total:g} / {out_of:g}"
@@ -173,10 +173,10 @@ def _notes(outcomes: list[Outcome]) -> list[str]:
     kinds: dict[str, list[str]] = {kind: [] for kind in NOTE_KINDS}
     for o in outcomes:
         who = f"- {o.student} / {o.assignment}: "
-        if o.seconds_late and o.status in GRADED:
+        if o.seconds_late and o.status in SCORED:
             kinds["late"].append(who + _late_note(o))
         if o.reason:
-            kind = "not graded" if o.status in ("quarantined", "failed") else "cut short"
+            kind = "not graded" if o.status in NOT_GRADED else "cut short"
             kinds[kind].append(who + (f"{o.status}: " if kind == "not graded" else "") + o.reason)
         kinds["repaired"] += [who + r for r in o.repairs]
         kinds["review"] += [who + f.text() for f in o.flags]
@@ -214,7 +214,7 @@ def load_outcomes(course: Path) -> list[Outcome]:
     rows = json.loads(saved.read_text(encoding="utf-8"))["outcomes"]
     outcomes = [Outcome(**{k: v for k, v in o.items() if k in known}) for o in rows]
     for o in outcomes:
-        o.flags = [Flag.read(f) for f in o.flags]
+        o.status, o.flags = Status(o.status), [Flag.read(f) for f in o.flags]
     return outcomes
 
 

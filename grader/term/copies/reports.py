@@ -12,7 +12,7 @@ from pathlib import Path
 import nbformat
 
 from ...course import release_notebook
-from ...outcome import COPY, Flag
+from ...outcome import COPY, SCORED, Flag
 from .fingerprints import Piece
 from .kinds import CODE, NOTEBOOK, TEXT
 from .matching import Match, class_matches, class_parts, flagged, matched_lines
@@ -81,7 +81,7 @@ def class_report_matches(course: Path, keys: Iterable[tuple[str, str]]) -> list[
 def with_copies(course: Path, outcomes: list) -> list:
     """The outcomes, each with its copy flags (replacing those of an earlier run): the whole
     class is compared, so a run limited to some students still flags their classmates."""
-    keys = [(o.student, o.assignment) for o in outcomes if o.status in ("graded", "unchanged")]
+    keys = [(o.student, o.assignment) for o in outcomes if o.status in SCORED]
     by: dict[tuple[str, str], list[Flag]] = defaultdict(list)
     for m in flagged(class_report_matches(course, keys)):
         by[m.student, m.assignment].append(flag(m))
