@@ -373,6 +373,25 @@ def unchanged(before: list[_Tensor], after: tuple[_Tensor, ...]) -> bool:
     return all(_equal(b, a) for b, a in zip(before, after, strict=True))
 
 
+def change_at(run, x: _Tensor, t0: int, change, dim: int = 1, before: _Tensor | None = None):
+    """The measurement of every leak test: `run` on `x` (or `before`, its output already made)
+    and on a copy of `x` that `change(copy)` changed at position `t0`; then the largest change of
+    the output at the positions before t0 and at those from t0 on, positions along `dim`.
+    Returns (output, earlier, later); where `run` gives None for the copy (an output of another
+    form), both changes are NaN."""
+    before = run(x) if before is None else before
+    changed = _clone(x)
+    change(changed)
+    after = run(changed)
+    if after is None:
+        return before, float("nan"), float("nan")
+    moved = (before - after).abs()
+    size = moved.shape[dim]
+    earlier = moved.narrow(dim, 0, t0).max().item() if t0 > 0 else 0.0
+    later = moved.narrow(dim, t0, size - t0).max().item() if t0 < size else 0.0
+    return before, earlier, later
+
+
 def match_mistake(
     value: _Tensor, mistakes: dict[str, tuple[str, _Tensor | tuple]], **tolerances
 ) -> tuple[str, str] | None:

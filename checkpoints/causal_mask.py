@@ -9,7 +9,7 @@ from transformer_lab.attention import causal_mask as _reference
 from transformer_lab.attention import scaled_dot_product_attention as _attention
 from transformer_lab.student import Piece
 
-from ._core import CheckFailed, Forbidden, call, expect_tensor, forbid, keep, passed
+from ._core import CheckFailed, Forbidden, call, change_at, expect_tensor, forbid, keep, passed
 from .codes import EX2
 
 _bool = torch.bool
@@ -228,11 +228,11 @@ def _leak_test(allowed: torch.Tensor, attention, t0: int, which: str, name: str)
             "applied.",
             EX2.code("leak_above_diagonal"),
         )
-    changed = _clone(X)
-    changed[t0] = _randn(d_model, generator=g)
-    V_bar_changed, _ = step(changed)
-    earlier = (V_bar[:t0] - V_bar_changed[:t0]).abs().max().item()
-    later = (V_bar[t0:] - V_bar_changed[t0:]).abs().max().item()
+
+    def a_new_row(changed):
+        changed[t0] = _randn(d_model, generator=g)
+
+    _, earlier, later = change_at(lambda X: step(X)[0], X, t0, a_new_row, dim=0, before=V_bar)
     if earlier != 0.0:
         raise CheckFailed(
             f"Leak test of {which} inside {name}: changing position {t0} moved the outputs at "

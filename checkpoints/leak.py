@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from ._core import CheckFailed, call, passed
+from ._core import CheckFailed, call, change_at, passed
 from .codes import LEAK
 
 _no_grad = torch.no_grad
@@ -66,19 +66,20 @@ def measure_leak(model, label: str, t0: int | None, seed: int = 0) -> tuple[int,
     g = torch.Generator().manual_seed(seed)
     device = next(model.parameters()).device
     idx = torch.randint(0, model.config.vocab_size, (2, T), generator=g).to(device)
-    changed = idx.clone()
-    changed[:, t0] = (changed[:, t0] + 1) % model.config.vocab_size
+
+    def run(ids):  # a stub inside the model reports itself as the exercise not done yet
+        return call(LEAK.titled("An exercise this model runs on"), model, ids)
+
+    def the_next_token(ids):
+        ids[:, t0] = (ids[:, t0] + 1) % model.config.vocab_size
+
     was_training = model.training
     model.eval()
     try:
         with _no_grad():
-            # A stub inside the model reports itself as the exercise that is not done yet.
-            before = call(LEAK.titled("An exercise this model runs on"), model, idx)
-            after = call(LEAK.titled("An exercise this model runs on"), model, changed)
+            _, earlier, later = change_at(run, idx, t0, the_next_token)
     finally:
         model.train(was_training)
-    earlier = (before[:, :t0] - after[:, :t0]).abs().max().item()
-    later = (before[:, t0:] - after[:, t0:]).abs().max().item()
     if earlier != 0.0:
         raise CheckFailed(
             f"Leak test on {label}: changing the token at position {t0} moved the logits at "

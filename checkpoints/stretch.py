@@ -20,6 +20,7 @@ from ._core import (
     CheckFailed,
     Forbidden,
     call,
+    change_at,
     close,
     expect_unchanged,
     forbid,
@@ -229,14 +230,17 @@ def _mha_mistakes(ref, H) -> dict[str, tuple[str, torch.Tensor]]:
 
 def _layer_leak(exercise: Exercise, mine, H, out, t0: int) -> float:
     """How far your outputs before t0 move when only the input at t0 changes."""
-    changed = H.clone()
-    changed[:, t0] = changed[:, t0] + 1.0
-    with _no_grad():
-        moved = call(exercise, mine, changed)
-    moved = moved[0] if isinstance(moved, tuple) else moved
-    if type(moved) is not _Tensor or moved.shape != out.shape:
-        return float("nan")
-    return (moved[:, :t0] - out[:, :t0]).abs().max().item()
+
+    def run(H):
+        with _no_grad():
+            moved = call(exercise, mine, H)
+        moved = moved[0] if isinstance(moved, tuple) else moved
+        return moved if type(moved) is _Tensor and moved.shape == out.shape else None
+
+    def plus_one(changed):
+        changed[:, t0] = changed[:, t0] + 1.0
+
+    return change_at(run, H, t0, plus_one, before=out)[1]
 
 
 def _mha_result(result, B: int, T: int, config, exercise: Exercise):
