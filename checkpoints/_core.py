@@ -393,14 +393,20 @@ def change_at(run, x: _Tensor, t0: int, change, dim: int = 1, before: _Tensor | 
 
 
 def match_mistake(
-    value: _Tensor, mistakes: dict[str, tuple[str, _Tensor | tuple]], **tolerances
+    value, mistakes: dict[str, tuple[str, object]], same=None, **tolerances
 ) -> tuple[str, str] | None:
     """(name, diagnosis) of the first known mistake whose output the student's value
-    reproduces (NaN included); `mistakes` maps each name to its diagnosis and its output, or a
-    tuple of outputs when one mistake has several forms."""
+    reproduces; `mistakes` maps each name to its diagnosis and its output, or a tuple of outputs
+    when one mistake has several forms. `same(value, output)` says whether they agree: by
+    default `close` with these tolerances, NaN equal to NaN."""
+
+    def near(value, candidate) -> bool:
+        return close(value, candidate, equal_nan=True, **tolerances)
+
+    same = same or near
     for name, (diagnosis, wrong) in mistakes.items():
         for candidate in wrong if isinstance(wrong, tuple) else (wrong,):
-            if close(value, candidate, equal_nan=True, **tolerances):
+            if same(value, candidate):
                 return name, diagnosis
     return None
 

@@ -9,7 +9,17 @@ from transformer_lab.attention import causal_mask as _reference
 from transformer_lab.attention import scaled_dot_product_attention as _attention
 from transformer_lab.student import Piece
 
-from ._core import CheckFailed, Forbidden, call, change_at, expect_tensor, forbid, keep, passed
+from ._core import (
+    CheckFailed,
+    Forbidden,
+    call,
+    change_at,
+    expect_tensor,
+    forbid,
+    keep,
+    match_mistake,
+    passed,
+)
 from .codes import EX2
 
 _bool = torch.bool
@@ -72,10 +82,7 @@ def _mistakes(T: int) -> dict[str, tuple[str, torch.Tensor]]:
 
 def _diagnose_pattern(pattern: torch.Tensor, T: int) -> tuple[str, str] | None:
     """(name, diagnosis) of the known wrong mask that `pattern` is, if any."""
-    for name, (diagnosis, wrong) in _mistakes(T).items():
-        if _equal(pattern, wrong):
-            return name, diagnosis
-    return None
+    return match_mistake(pattern, _mistakes(T), same=_equal)
 
 
 def _shape_failure(mask: torch.Tensor, T: int, case: str) -> CheckFailed:

@@ -9,7 +9,7 @@ import torch
 
 from transformer_lab.model import GPTConfig
 
-from ._core import CheckFailed, call, expect_unchanged, passed, snapshot
+from ._core import CheckFailed, call, expect_unchanged, match_mistake, passed, snapshot
 from .codes import EX4, TRIGRAM
 
 _log_softmax = torch.log_softmax
@@ -137,9 +137,12 @@ def _case(fn, logits, targets, case: str) -> None:
     expected = _reference(logits, targets)
     if _agree(result, expected):
         return
-    for name, (diagnosis, wrong) in _mistakes(logits, targets).items():
-        if _agree(result, wrong):
-            raise CheckFailed(f"{EX4} ({case}): {diagnosis}.", EX4.code(name))
+    # Each mistake's output is one triple: a tuple of one candidate, not three.
+    mistakes = {name: (why, (wrong,)) for name, (why, wrong) in _mistakes(logits, targets).items()}
+    found = match_mistake(result, mistakes, same=_agree)
+    if found:
+        name, diagnosis = found
+        raise CheckFailed(f"{EX4} ({case}): {diagnosis}.", EX4.code(name))
     names = ("nats", "perplexity", "bits")
     wrong = [
         f"{n} {r:.4f} (expected {e:.4f})"
