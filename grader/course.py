@@ -20,7 +20,6 @@ import functools
 import os
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
 
 import nbformat
@@ -47,12 +46,17 @@ def db_url(course: Path) -> str:
     return f"sqlite:///{Path(course).resolve() / 'gradebook.db'}"
 
 
-def assignments(course: Path) -> list[str]:
-    """The released assignments (one notebook each), in course order."""
+def released(course: Path) -> list[str]:
+    """The released assignments (one notebook each), in course order; [] before a release."""
     release = Path(course) / "release"
-    names = sorted(p.name for p in release.glob("*") if (p / f"{p.name}.ipynb").is_file())
+    return sorted(p.name for p in release.glob("*") if (p / f"{p.name}.ipynb").is_file())
+
+
+def assignments(course: Path) -> list[str]:
+    """The released assignments, in course order; an error that says what to do before any."""
+    names = released(course)
     if not names:
-        raise GradingError(f"nothing is released in {release}: run `make release`")
+        raise GradingError(f"nothing is released in {Path(course) / 'release'}: run `make release`")
     return names
 
 
@@ -141,14 +145,3 @@ def nbgrader(course: Path, *args: str) -> None:
     )
     if done.returncode != 0:
         raise GradingError(f"nbgrader {args[0]} failed:\n{done.stderr.strip()[-2000:]}")
-
-
-def course_settings(course: Path) -> dict:
-    """COURSE/course.toml, read; {} where there is none (no due dates, no late penalty)."""
-    path = Path(course) / COURSE_FILE
-    if not path.is_file():
-        return {}
-    try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as err:
-        raise GradingError(f"{path}: {err}") from None

@@ -39,11 +39,12 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path, PurePosixPath
 
-from ..course import GradingError, assignments, course_settings, release_notebook
+from ..course import GradingError, assignments, release_notebook
 from ..engine import preflight
 from . import collected, deadlines, lms_times, term_log
 from .collected import ATTACHMENT, GIVEN, NO_TIME, Kept, Store
 from .roster import Named, Roster, lms_name
+from .settings import compile_pattern, term
 
 # Only the forms Colab, Drive and Windows give copies: "Copy of X", "X (1)", "X - Copy"; an id
 # such as "ann-copy" is left whole.
@@ -194,21 +195,15 @@ class Naming:
 
     @classmethod
     def of(cls, course: Path, pattern: str | None = None) -> Naming:
-        settings = course_settings(course).get("collect", {})
-        pattern = pattern or settings.get("pattern")
-        compiled = None
-        if pattern:
-            try:
-                compiled = re.compile(pattern, re.IGNORECASE)
-            except re.error as err:
-                raise GradingError(f"collect pattern {pattern!r}: {err}") from None
-            if "student" not in compiled.groupindex:
-                raise GradingError(f"collect pattern {pattern!r} has no (?P<student>...) group")
-        zone = deadlines.course_timezone(course)
-        stamped = settings.get("stamped", False)
-        if not isinstance(stamped, bool):
-            raise GradingError("course.toml: [collect] stamped = true or false")
-        return cls(Roster.of(course), compiled, settings.get("time_format"), zone, stamped=stamped)
+        settings = term(course)
+        compiled = compile_pattern(pattern) if pattern else settings.collect_pattern
+        return cls(
+            Roster.of(course),
+            compiled,
+            settings.time_format,
+            settings.zone,
+            stamped=settings.stamped,
+        )
 
     def named(self, path: PurePosixPath) -> Named | None:
         """Who the path's name says handed it in, and what of it names the notebook; None for

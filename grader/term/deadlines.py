@@ -36,27 +36,19 @@ import math
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from nbgrader.plugins import LateSubmissionPlugin
 from traitlets import Float
 
-from ..course import (
-    GradingError,
-    assignments,
-    course_settings,
-    db_url,
-    nbgrader_config,
-    points,
-)
+from ..course import assignments as assignments  # re-exported: what deadlines count from
+from ..course import db_url, nbgrader_config, points
+from .settings import aware as aware  # re-exported: collect reads its times through it
+from .settings import term
 
 TIMESTAMP_FILE = "timestamp.txt"  # nbgrader's name, read by its own autograde too
 # nbgrader's exchange writes its timestamps in this form; parse_utc reads it back.
 TIMESTAMP_FORMAT = "%Y-%m-%d %H:%M:%S.%f %Z"
 DAY = 86400.0
-# The lecture's optional challenge, "for anyone who finishes the core path early": skipping it
-# must cost nothing, so by default its points are extra credit.
-EXTRA_CREDIT = ("06_stretch",)
 
 
 class PercentPerDay(LateSubmissionPlugin):
@@ -72,30 +64,18 @@ class PercentPerDay(LateSubmissionPlugin):
         return score * min(1.0, days * self.percent_per_day / 100.0)
 
 
-def _names(course: Path, key: str, default) -> list[str]:
-    """course.toml's list `key` of released notebooks, in course order; `default` if absent."""
-    released, settings = assignments(course), course_settings(course)
-    given = settings.get(key, default)
-    if not isinstance(given, list) or not all(isinstance(n, str) for n in given):
-        raise GradingError(f'course.toml: {key} = ["01_attention", ...], a list of notebooks')
-    unknown = sorted(set(given) - set(released))
-    if unknown and key in settings:  # a default may name a notebook this release lacks
-        raise GradingError(
-            f"course.toml: {key} names {', '.join(unknown)}, not released "
-            f"(released: {', '.join(released)})"
-        )
-    return [name for name in released if name in given]
-
-
 def assigned(course: Path) -> list[str]:
     """The notebooks that count this term, in course order: course.toml's `assigned`, else every
     released notebook."""
-    return _names(course, "assigned", assignments(course))
+    settings = term(course)
+    if not settings.released:
+        assignments(course)  # says that nothing is released, and what to do
+    return list(settings.assigned)
 
 
 def extra_credit(course: Path) -> list[str]:
     """The assigned notebooks whose points add to a total but not to its maximum."""
-    return [n for n in _names(course, "extra_credit", list(EXTRA_CREDIT)) if n in assigned(course)]
+    return list(term(course).extra_credit)
 
 
 def is_due(course: Path, assignment: str, now: datetime | None = None) -> bool:
@@ -131,27 +111,7 @@ def notebooks(course: Path, now: datetime | None = None) -> list[Counted]:
 
 def course_timezone(course: Path):
     """The zone of times that carry none; None means this machine's local zone."""
-    name = course_settings(course).get("timezone")
-    if not name:
-        return None
-    try:
-        return ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError):
-        raise GradingError(f"course.toml: unknown timezone {name!r}") from None
-
-
-def aware(moment, zone=None) -> datetime:
-    """A datetime with its zone: a TOML datetime, an ISO string, or a naive time in `zone`."""
-    if isinstance(moment, str):
-        try:
-            moment = datetime.fromisoformat(moment)
-        except ValueError:
-            raise GradingError(f"course.toml: {moment!r} is not ISO 8601 (date and time)") from None
-    if not isinstance(moment, datetime):
-        raise GradingError(f"course.toml: {moment!r} is not a date and time")
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=zone) if zone else moment.astimezone()
-    return moment
+    return term(course).zone
 
 
 def utc_naive(moment: datetime) -> datetime:
@@ -160,26 +120,13 @@ def utc_naive(moment: datetime) -> datetime:
 
 
 def due_date(course: Path, assignment: str) -> datetime | None:
-    due = course_settings(course).get("due", {}).get(assignment)
-    return None if due is None else aware(due, course_timezone(course))
+    return term(course).due.get(assignment)
 
 
 def extension(course: Path, student: str, assignment: str) -> timedelta | None:
-    """Extra time for this student on this notebook: days, or a later due date."""
-    given = course_settings(course).get("extensions", {})
-    # Roster ids are matched case-insensitively elsewhere, so here too.
-    mine = next((v for k, v in given.items() if k.casefold() == student.casefold()), {})
-    value = mine.get(assignment)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float, str, datetime)):
-        raise GradingError(f"course.toml: extension {student}/{assignment}: days or a date")
-    if isinstance(value, (int, float)):
-        return timedelta(days=value)
-    due = due_date(course, assignment)
-    if due is None:
-        raise GradingError(f"course.toml: an extension for {student} on {assignment}, not due")
-    return aware(value, course_timezone(course)) - due
+    """Extra time for this student on this notebook: days, or a later due date. Roster ids are
+    matched case-insensitively elsewhere, so here too."""
+    return term(course).extension(student, assignment)
 
 
 def write_timestamp(folder: Path, moment: datetime) -> None:
@@ -214,20 +161,13 @@ def penalty_config(course: Path):
     """nbgrader_config.py's configuration with course.toml's [late] over it, for
     AssignLatePenalties: a plugin set in nbgrader_config.py still applies where [late] is absent."""
     config = copy.deepcopy(nbgrader_config())
-    late = course_settings(course).get("late", {})
-    method = late.get("penalty")
-    if method is None:
-        return config
-    if method in ("none", "zero"):
+    late = term(course).late
+    if late.penalty in ("none", "zero"):
         config.AssignLatePenalties.plugin_class = LateSubmissionPlugin
-        config.LateSubmissionPlugin.penalty_method = method
-    elif method == "percent_per_day":
+        config.LateSubmissionPlugin.penalty_method = late.penalty
+    elif late.penalty == "percent_per_day":
         config.AssignLatePenalties.plugin_class = PercentPerDay
-        config.PercentPerDay.percent_per_day = float(late.get("percent_per_day", 10))
-    else:
-        raise GradingError(
-            f"course.toml: [late] penalty = {method!r}: none, zero or percent_per_day"
-        )
+        config.PercentPerDay.percent_per_day = late.percent_per_day
     return config
 
 

@@ -41,7 +41,8 @@ import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..course import GradingError, course_settings, db_url
+from ..course import GradingError, db_url
+from .settings import term
 
 ROSTER_FILE = "roster.csv"
 COLUMNS = ("id", "first_name", "last_name", "email", "lms_user_id")  # nbgrader's Student
@@ -123,7 +124,7 @@ def lms_of(fieldnames: list[str]) -> str:
 
 def id_column(course: Path | None, lms: str) -> str:
     """The column of the LMS's export that is the student's id: course.toml's [roster] id."""
-    chosen = course_settings(course).get("roster", {}).get("id") if course else None
+    chosen = term(course).roster_id if course else None
     return chosen or ID_COLUMN[lms]
 
 

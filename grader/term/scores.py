@@ -17,6 +17,7 @@ from ..engine import autograde as engine
 from ..outcome import NOT_GRADED, SCORED, Flag, Outcome, Status
 from . import copies, deadlines, term_log
 from .names import namer
+from .settings import term
 
 QUIET = logging.getLogger("grader.nbgrader")
 
@@ -25,8 +26,10 @@ def autograde(course: Path, students=None, notebooks=None, **engine_options) -> 
     """Grade (autograde.grade takes `engine_options`: workers, limits, sandbox, scheduler), then
     settle lateness, flag copies and write the scores table over the last one: a run limited to
     some students or notebooks keeps everyone else's rows. On Ctrl-C, what was saved is settled
-    and logged, and autograde.Interrupted goes on up."""
+    and logged, and autograde.Interrupted goes on up. A course.toml that does not read stops it
+    before any job starts."""
     course = Path(course)
+    term(course)
     isolated = engine.isolation(engine_options.get("sandboxed", True))
     try:
         outcomes = engine.grade(course, students=students, notebooks=notebooks, **engine_options)

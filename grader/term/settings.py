@@ -1,0 +1,235 @@
+"""COURSE/course.toml, read once into a typed, frozen `Term` and checked whole: a key that is
+unknown or holds what it may not stops the command before any work, with one line naming the
+key and what it allows. Each key is declared once below (`KEYS`), with its default and what it
+means, as deadlines.py's docstring shows them in use.
+
+    term(course)          the course's Term, read again only when course.toml or the release
+                          changes
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from ..course import COURSE_FILE, GradingError, released
+
+# The lecture's optional challenge, "for anyone who finishes the core path early": skipping it
+# must cost nothing, so by default its points are extra credit.
+EXTRA_CREDIT = ("06_stretch",)
+PENALTIES = ("none", "zero", "percent_per_day")
+
+# key -> (default, what it means): every key course.toml may hold.
+KEYS = {
+    "assigned": ("every released notebook", "the notebooks that count, a list of names"),
+    "extra_credit": (list(EXTRA_CREDIT), "assigned notebooks whose points add beyond the maximum"),
+    "timezone": ("this machine's", "the zone of times written without an offset (IANA name)"),
+    "due": ({}, "[due] notebook = a date and time; a notebook not listed has no due date"),
+    "extensions": ({}, "[extensions.STUDENT] notebook = days, or a later date and time"),
+    "late": ({}, f"[late] penalty = {' | '.join(PENALTIES)}, percent_per_day = 10"),
+    "roster": ({}, "[roster] id = the LMS export's column that is the student's id"),
+    "collect": (
+        {},
+        "[collect] pattern = a regular expression naming (?P<student>...), time_format = "
+        "strptime's format of its (?P<time>...), stamped = true or false",
+    ),
+}
+SECTIONS = {
+    "late": {"penalty", "percent_per_day"},
+    "roster": {"id"},
+    "collect": {"pattern", "time_format", "stamped"},
+}
+
+
+@dataclass(frozen=True)
+class Late:
+    """[late]: nbgrader's penalty method, or None where course.toml sets none (then a plugin
+    set in nbgrader_config.py applies)."""
+
+    penalty: str | None = None
+    percent_per_day: float = 10.0
+
+
+@dataclass(frozen=True)
+class Term:
+    """One term's settings, as course.toml gives them and checked whole."""
+
+    released: tuple[str, ...]
+    assigned: tuple[str, ...]  # in course order
+    extra_credit: tuple[str, ...]  # assigned ones only, in course order
+    zone: ZoneInfo | None  # None: this machine's local zone
+    due: dict[str, datetime] = field(default_factory=dict)  # aware
+    # (student id casefolded, notebook) -> days (float) or a later due date (aware)
+    extensions: dict[tuple[str, str], float | datetime] = field(default_factory=dict)
+    late: Late = Late()
+    roster_id: str | None = None
+    collect_pattern: re.Pattern | None = None
+    time_format: str | None = None  # strptime's, for the pattern's `time` group; None: ISO 8601
+    stamped: bool = False  # [collect] stamped: a file's own time is its hand-in time
+
+    def extension(self, student: str, assignment: str) -> timedelta | None:
+        """Extra time for this student on this notebook."""
+        value = self.extensions.get((student.casefold(), assignment))
+        if value is None or isinstance(value, float):
+            return None if value is None else timedelta(days=value)
+        return value - self.due[assignment]
+
+
+def aware(moment, zone=None, key: str = "") -> datetime:
+    """A datetime with its zone: a TOML datetime, an ISO string, or a naive time in `zone`."""
+    where = f"course.toml: {key} = " if key else "course.toml: "
+    if isinstance(moment, str):
+        try:
+            moment = datetime.fromisoformat(moment)
+        except ValueError:
+            raise GradingError(f"{where}{moment!r} is not ISO 8601 (date and time)") from None
+    if not isinstance(moment, datetime):
+        raise GradingError(f"{where}{moment!r} is not a date and time")
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=zone) if zone else moment.astimezone()
+    return moment
+
+
+def _names(given: dict, key: str, default, released: tuple[str, ...]) -> tuple[str, ...]:
+    names = given.get(key, default)
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise GradingError(f'course.toml: {key} = ["01_attention", ...], a list of notebooks')
+    unknown = sorted(set(names) - set(released))
+    if unknown and key in given and released:  # a default may name one this release lacks
+        raise GradingError(
+            f"course.toml: {key} names {', '.join(unknown)}, not released "
+            f"(released: {', '.join(released)})"
+        )
+    return tuple(name for name in released if name in names)
+
+
+def _zone(name) -> ZoneInfo | None:
+    if not name:
+        return None
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError, TypeError):
+        raise GradingError(f"course.toml: unknown timezone {name!r}") from None
+
+
+def _table(given: dict, key: str) -> dict:
+    table = given.get(key, {})
+    if not isinstance(table, dict):
+        raise GradingError(f"course.toml: {key} is a table: {KEYS[key][1]}")
+    allowed = SECTIONS.get(key)
+    unknown = sorted(set(table) - allowed) if allowed else []
+    if unknown:
+        raise GradingError(
+            f"course.toml: [{key}] {unknown[0]} is not a setting; [{key}] holds "
+            f"{', '.join(sorted(allowed))}"
+        )
+    return table
+
+
+def _extensions(given: dict, due: dict, zone) -> dict:
+    found = {}
+    for student, notebooks in _table(given, "extensions").items():
+        if not isinstance(notebooks, dict):
+            raise GradingError(f"course.toml: [extensions.{student}] notebook = days or a date")
+        for assignment, value in notebooks.items():
+            where = f"extension {student}/{assignment}"
+            if isinstance(value, bool) or not isinstance(value, (int, float, str, datetime)):
+                raise GradingError(f"course.toml: {where}: days or a date")
+            if isinstance(value, (int, float)):
+                found[student.casefold(), assignment] = float(value)
+                continue
+            if assignment not in due:
+                raise GradingError(
+                    f"course.toml: an extension for {student} on {assignment}, not due"
+                )
+            found[student.casefold(), assignment] = aware(value, zone, where)
+    return found
+
+
+def _late(given: dict) -> Late:
+    late = _table(given, "late")
+    method = late.get("penalty")
+    if method is not None and method not in PENALTIES:
+        raise GradingError(
+            f"course.toml: [late] penalty = {method!r}: none, zero or percent_per_day"
+        )
+    percent = late.get("percent_per_day", 10)
+    if isinstance(percent, bool) or not isinstance(percent, (int, float)) or percent < 0:
+        raise GradingError("course.toml: [late] percent_per_day = a number of percent, 0 or more")
+    return Late(method, float(percent))
+
+
+def _collect(given: dict) -> dict:
+    settings = _table(given, "collect")
+    pattern, time_format = settings.get("pattern"), settings.get("time_format")
+    stamped = settings.get("stamped", False)
+    if not isinstance(stamped, bool):
+        raise GradingError("course.toml: [collect] stamped = true or false")
+    if time_format is not None and not isinstance(time_format, str):
+        raise GradingError('course.toml: [collect] time_format = "%Y-%m-%d-%H-%M-%S", a string')
+    return {
+        "collect_pattern": compile_pattern(pattern) if pattern else None,
+        "time_format": time_format,
+        "stamped": stamped,
+    }
+
+
+def compile_pattern(pattern: str) -> re.Pattern:
+    """collect's file-name pattern, checked: it must name the student."""
+    try:
+        compiled = re.compile(pattern, re.IGNORECASE)
+    except (re.error, TypeError) as err:
+        raise GradingError(f"collect pattern {pattern!r}: {err}") from None
+    if "student" not in compiled.groupindex:
+        raise GradingError(f"collect pattern {pattern!r} has no (?P<student>...) group")
+    return compiled
+
+
+def read(text: str, released: tuple[str, ...]) -> Term:
+    """course.toml's text, checked whole, into a Term."""
+    try:
+        given = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as err:
+        raise GradingError(f"{COURSE_FILE}: {err}") from None
+    unknown = sorted(set(given) - set(KEYS))
+    if unknown:
+        raise GradingError(
+            f"course.toml: {unknown[0]} is not a setting; it holds {', '.join(KEYS)}"
+        )
+    zone = _zone(given.get("timezone"))
+    assigned = _names(given, "assigned", list(released), released)
+    extra = _names(given, "extra_credit", list(EXTRA_CREDIT), released)
+    due = {name: aware(when, zone, f"[due] {name}") for name, when in _table(given, "due").items()}
+    roster_id = _table(given, "roster").get("id")
+    if roster_id is not None and not isinstance(roster_id, str):
+        raise GradingError('course.toml: [roster] id = "SIS Login ID", a column of the export')
+    return Term(
+        released=released,
+        assigned=assigned,
+        extra_credit=tuple(n for n in extra if n in assigned),
+        zone=zone,
+        due=due,
+        extensions=_extensions(given, due, zone),
+        late=_late(given),
+        roster_id=roster_id,
+        **_collect(given),
+    )
+
+
+_read: dict[tuple, Term] = {}
+
+
+def term(course: Path) -> Term:
+    """The course's Term: course.toml read and checked once, again only once it or the release
+    changes; a course with no course.toml has every default. Before a release, the notebooks it
+    names are not checked (nothing is assigned yet)."""
+    path = Path(course) / COURSE_FILE
+    text = path.read_text(encoding="utf-8") if path.is_file() else ""
+    key = (str(Path(course).resolve()), text, tuple(released(course)))
+    if key not in _read:
+        _read[key] = read(text, key[2])
+    return _read[key]
