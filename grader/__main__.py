@@ -28,6 +28,7 @@ from .course import (
     COURSE,
     COURSE_ENV,
     GradingError,
+    Layout,
     assignments,
     cell_timeout,
     nbgrader,
@@ -41,7 +42,7 @@ from .term import scores
 def feedback(course: Path) -> None:
     api = nbgrader_api(course)
     for name in assignments(course):
-        if any((course / "autograded").glob(f"*/{name}/{name}.ipynb")):
+        if any(a == name for _, a, _ in Layout(course).students_notebooks("autograded")):
             result = api.generate_feedback(name, force=True)
             if not result["success"]:
                 raise GradingError(f"feedback for {name} failed:\n{result['error']}")
@@ -176,7 +177,7 @@ def roster_command(args: argparse.Namespace, course: Path) -> None:
     from .term.roster import ROSTER_FILE, import_roster
 
     rows, new = import_roster(course, args.csv)
-    print(f"{rows} students on the roster ({new} new) in {course / 'gradebook.db'}")
+    print(f"{rows} students on the roster ({new} new) in {Layout(course).gradebook}")
     print(f"collect now files notebooks only under them; the list is kept as {ROSTER_FILE}")
 
 
@@ -194,7 +195,7 @@ def autograde_command(args: argparse.Namespace, course: Path) -> None:
         scheduler=args.scheduler,
     )
     print(scores.summary(outcomes))
-    print(f"report: {course / 'reports' / 'autograde.md'}")
+    print(f"report: {Layout(course).report('autograde.md')}")
 
 
 def feedback_command(args: argparse.Namespace, course: Path) -> None:
@@ -203,10 +204,10 @@ def feedback_command(args: argparse.Namespace, course: Path) -> None:
     from .term.deadlines import assigned
 
     feedback(course)
-    print(f"feedback in {course / 'feedback'}")
+    print(f"feedback in {Layout(course).step('feedback')}")
     pending = hand_grading.waiting(course, assigned(course))
     bundles = bundle_feedback(course, pending, args.partial)
-    print(f"{len(bundles)} feedback bundles in {course / 'reports' / 'feedback_bundles'}")
+    print(f"{len(bundles)} feedback bundles in {Layout(course).report('feedback_bundles')}")
     said = hand_grading.summary(course, pending, args.partial)
     if said:
         print(said)
@@ -234,7 +235,7 @@ def export_command(args: argparse.Namespace, course: Path) -> None:
     if args.canvas_export:
         kept = keep_canvas_columns(course, args.canvas_export)
         print(f"Canvas's columns, kept for canvas_import.csv: {', '.join(kept)}")
-    target = (args.to or course / "reports" / "grades.csv").resolve()
+    target = (args.to or Layout(course).report("grades.csv")).resolve()
     target.parent.mkdir(parents=True, exist_ok=True)
     nbgrader(course, "export", f"--to={target}", f"--NbgraderCsv.partial={args.partial}")
     print(f"wrote {target}")

@@ -20,6 +20,7 @@ import functools
 import os
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
@@ -42,13 +43,78 @@ class GradingError(RuntimeError):
     """A grading step cannot go on; the message says what to do."""
 
 
+@dataclass(frozen=True)
+class Layout:
+    """Every path of a course folder (the tree above), made here and read back here only, as
+    nbgrader's CourseDirectory names each step's folder. A notebook's folders are
+    STEP/STUDENT/NN_topic/ (submitted, autograded, feedback) or STEP/NN_topic/ (source,
+    release); `whose` reads a student's path back."""
+
+    root: Path
+
+    @classmethod
+    def of(cls, course: Path | Layout) -> Layout:
+        return course if isinstance(course, Layout) else cls(Path(course))
+
+    def step(self, name: str) -> Path:
+        """A step's folder: source, release, publish, collected, submitted, autograded,
+        feedback or reports."""
+        if name not in STEPS:
+            raise ValueError(f"no step {name!r} in a course folder: {', '.join(STEPS)}")
+        return self.root / name
+
+    @property
+    def gradebook(self) -> Path:
+        return self.root / "gradebook.db"
+
+    @property
+    def settings(self) -> Path:
+        return self.root / COURSE_FILE
+
+    def report(self, name: str) -> Path:
+        return self.step("reports") / name
+
+    def notebook(self, step: str, assignment: str, student: str | None = None) -> Path:
+        """A notebook of a step: the course's (source, release) or a student's."""
+        folder = self.folder(step, assignment, student)
+        return folder / f"{assignment}.{'html' if step == 'feedback' else 'ipynb'}"
+
+    def folder(self, step: str, assignment: str, student: str | None = None) -> Path:
+        if (student is None) != (step in COURSE_STEPS):
+            whose = "the course's" if step in COURSE_STEPS else "a student's"
+            raise ValueError(f"{step}/ holds {whose} notebooks")
+        return self.step(step) / (assignment if student is None else f"{student}/{assignment}")
+
+    def job(self, student: str, assignment: str) -> Path:
+        """What the last job of this notebook left: its rerun key, seconds and the kernel's
+        fate."""
+        return self.folder("autograded", assignment, student) / "job.json"
+
+    def students_notebooks(self, step: str) -> list[tuple[str, str, Path]]:
+        """(student, assignment, path) of every student's notebook in a step, sorted."""
+        found = self.step(step).glob(f"*/*/*.{'html' if step == 'feedback' else 'ipynb'}")
+        return sorted((*self.whose(path), path) for path in found if path.stem == path.parent.name)
+
+    def whose(self, path: Path) -> tuple[str, str]:
+        """(student, assignment) of a path inside a student's folder of a step: the inverse of
+        `folder` and `notebook`."""
+        parts = Path(path).relative_to(self.root).parts
+        if len(parts) < 3 or parts[0] in COURSE_STEPS or parts[0] not in STEPS:
+            raise ValueError(f"{path} is in no student's folder of {self.root}")
+        return parts[1], parts[2]
+
+
+COURSE_STEPS = ("source", "release")  # hold the course's notebooks
+STEPS = (*COURSE_STEPS, "publish", "collected", "submitted", "autograded", "feedback", "reports")
+
+
 def db_url(course: Path) -> str:
-    return f"sqlite:///{Path(course).resolve() / 'gradebook.db'}"
+    return f"sqlite:///{Layout.of(course).gradebook.resolve()}"
 
 
 def released(course: Path) -> list[str]:
     """The released assignments (one notebook each), in course order; [] before a release."""
-    release = Path(course) / "release"
+    release = Layout.of(course).step("release")
     return sorted(p.name for p in release.glob("*") if (p / f"{p.name}.ipynb").is_file())
 
 
@@ -56,12 +122,13 @@ def assignments(course: Path) -> list[str]:
     """The released assignments, in course order; an error that says what to do before any."""
     names = released(course)
     if not names:
-        raise GradingError(f"nothing is released in {Path(course) / 'release'}: run `make release`")
+        where = Layout.of(course).step("release")
+        raise GradingError(f"nothing is released in {where}: run `make release`")
     return names
 
 
 def release_notebook(course: Path, assignment: str) -> nbformat.NotebookNode:
-    return nbformat.read(Path(course) / "release" / assignment / f"{assignment}.ipynb", 4)
+    return nbformat.read(Layout.of(course).notebook("release", assignment), 4)
 
 
 def points(course: Path, assignment: str) -> float:
@@ -71,12 +138,11 @@ def points(course: Path, assignment: str) -> float:
 
 
 def autograded_notebook(course: Path, student: str, assignment: str) -> Path:
-    return Path(course) / "autograded" / student / assignment / f"{assignment}.ipynb"
+    return Layout.of(course).notebook("autograded", assignment, student)
 
 
 def job_file(course: Path, student: str, assignment: str) -> Path:
-    """What the last job of this notebook left: its rerun key, seconds and the kernel's fate."""
-    return autograded_notebook(course, student, assignment).with_name("job.json")
+    return Layout.of(course).job(student, assignment)
 
 
 @functools.cache

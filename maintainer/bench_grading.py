@@ -22,6 +22,7 @@ from pathlib import Path
 
 import nbformat
 
+from grader.course import Layout
 from grader.engine import autograde as grading
 from grader.term import collect
 from maintainer.fabricated_class import (
@@ -138,7 +139,7 @@ def where_the_time_goes(course: Path, student: str, seconds: dict[str, float]) -
     print("where a solved notebook's job time goes (the last run):")
     print(f"  {'notebook':<16} {'job':>6} {'outside cells':>14} {'imports':>8} {'other cells':>12}")
     for name, job in seconds.items():
-        nb = nbformat.read(course / "autograded" / student / name / f"{name}.ipynb", 4)
+        nb = nbformat.read(Layout(course).notebook("autograded", name, student), 4)
         code = [c for c in nb.cells if c.cell_type == "code"]
         imports = sum(_cell_seconds(c) for c in code if "tl.start_notebook(" in c.source)
         cells = sum(map(_cell_seconds, code))

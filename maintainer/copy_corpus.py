@@ -34,6 +34,7 @@ from typing import NamedTuple
 
 import nbformat
 
+from grader.course import Layout
 from grader.term import copies
 from maintainer import ROOT
 from maintainer.fabricated_class import NAMES, release
@@ -590,9 +591,7 @@ def reworded(text: str) -> str:
 
 
 def solution_body(course: Path, grade_id: str) -> str:
-    source = nbformat.read(
-        course / "source" / NOTEBOOK_OF[grade_id] / f"{NOTEBOOK_OF[grade_id]}.ipynb", 4
-    )
+    source = nbformat.read(Layout(course).notebook("source", NOTEBOOK_OF[grade_id]), 4)
     (cell,) = [
         c for c in source.cells if c.metadata.get("nbgrader", {}).get("grade_id") == grade_id
     ]
@@ -743,7 +742,7 @@ def measure(course: Path) -> list[Row]:
     rows = []
     for grade_id, students in corpus(course).items():
         assignment = NOTEBOOK_OF[grade_id]
-        release_nb = nbformat.read(course / "release" / assignment / f"{assignment}.ipynb", 4)
+        release_nb = nbformat.read(Layout(course).notebook("release", assignment), 4)
         notebooks = {
             (s, assignment): fill(release_nb, grade_id, body)
             for s, (body, _, _) in students.items()
@@ -758,7 +757,7 @@ def fabricated_class(course: Path, students: int, seed: int = 0) -> dict:
     an honest style, the course's solution or a classmate's answer, drawn at random."""
     rng = random.Random(seed)
     table = corpus(course)
-    releases = {a: nbformat.read(course / "release" / a / f"{a}.ipynb", 4) for a in NAMES}
+    releases = {a: nbformat.read(Layout(course).notebook("release", a), 4) for a in NAMES}
     notebooks = {}
     for n in range(students):
         for assignment in NAMES:
@@ -775,7 +774,7 @@ def time_class(course: Path, students: int) -> tuple[float, int, int]:
     """Seconds to read, fingerprint and compare a fabricated class written to autograded/, the
     matches found and how many were flagged."""
     for (student, assignment), nb in fabricated_class(course, students).items():
-        path = course / "autograded" / student / assignment / f"{assignment}.ipynb"
+        path = Layout(course).notebook("autograded", assignment, student)
         path.parent.mkdir(parents=True, exist_ok=True)
         nbformat.write(nb, path)
     keys = [(f"student{n:03d}", a) for n in range(students) for a in NAMES]

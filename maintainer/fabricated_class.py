@@ -18,6 +18,7 @@ import zipfile
 from datetime import datetime
 from pathlib import Path
 
+from grader.course import Layout
 from maintainer import ROOT
 from maintainer.notebook_build import SOLUTION_MARKERS
 from transformer_lab import attention as tl_attention
@@ -104,8 +105,8 @@ def _text(cell) -> str:
 
 def perfect(course: Path, name: str) -> dict:
     """The release with every exercise cell filled in with the solution."""
-    release = json.loads((course / "release" / name / f"{name}.ipynb").read_text())
-    source = json.loads((course / "source" / name / f"{name}.ipynb").read_text())
+    release = json.loads(Layout(course).notebook("release", name).read_text())
+    source = json.loads(Layout(course).notebook("source", name).read_text())
     solutions = {
         c["metadata"]["nbgrader"]["grade_id"]: SOLUTION_MARKERS.sub("", _text(c))
         for c in source["cells"]
@@ -119,7 +120,7 @@ def perfect(course: Path, name: str) -> dict:
 
 
 def untouched(course: Path, name: str) -> dict:
-    return json.loads((course / "release" / name / f"{name}.ipynb").read_text())
+    return json.loads(Layout(course).notebook("release", name).read_text())
 
 
 def cell_of(nb: dict, grade_id: str) -> dict:

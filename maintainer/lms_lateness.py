@@ -23,6 +23,7 @@ import tempfile
 from datetime import datetime
 from pathlib import Path
 
+from grader.course import Layout
 from maintainer.fabricated_class import ROOT, canvas_name, canvas_zip, perfect, release, untouched
 
 ROSTER = """id,first_name,last_name,email,lms_user_id
@@ -88,7 +89,7 @@ def grader(checkout: Path, course: Path, *args: str) -> str:
 def handed_in(course: Path) -> dict:
     """(student, notebook) -> the 'handed in' cell of the file that counts, from the log."""
     out = {}
-    for line in (course / "reports" / "term_log.md").read_text().splitlines():
+    for line in Layout(course).report("term_log.md").read_text().splitlines():
         cells = [c.strip() for c in line.strip("|").split("|")]
         if len(cells) == 7 and cells[1] not in ("student", "–", "---") and "refused" != cells[5]:
             out[cells[1], cells[2]] = cells[3]
@@ -117,9 +118,9 @@ def main() -> None:
         print(grader(checkout, course, "collect", str(batch)).splitlines()[0])
     grader(checkout, course, "autograde", "--workers", "2")
     grader(checkout, course, "export")
-    report = json.loads((course / "reports" / "autograde.json").read_text())["outcomes"]
+    report = json.loads(Layout(course).report("autograde.json").read_text())["outcomes"]
     graded = {(o["student"], o["assignment"]): o for o in report}
-    with (course / "reports" / "gradesheet.csv").open() as f:
+    with Layout(course).report("gradesheet.csv").open() as f:
         sheet = {row["id"]: row for row in csv.DictReader(f)}
     times = handed_in(course)
     print(f"\ngrader of {checkout}; measured {datetime.now():%Y-%m-%d %H:%M} on {home}\n")

@@ -26,7 +26,7 @@ import tempfile
 import tomllib
 from pathlib import Path
 
-from grader.course import COURSE, nbgrader_config, release
+from grader.course import COURSE, Layout, nbgrader_config, release
 
 from . import ROOT
 from .setup_cell import FORM, graded_setup, tags, workshop_setup
@@ -289,10 +289,10 @@ students the wheel with the notebook, and they upload it there (its message says
 def publish(names: list[str], course: Path, publish_url: str | None = None) -> Path:
     """COURSE/publish/: the released notebooks, flat, the student wheel their setup cell installs,
     and a README on where they go."""
-    folder = Path(course) / "publish"
+    folder = Layout(Path(course)).step("publish")
     folder.mkdir(parents=True, exist_ok=True)
     for name in names:
-        released = Path(course) / "release" / name / f"{name}.ipynb"
+        released = Layout(Path(course)).notebook("release", name)
         (folder / f"{name}.ipynb").write_bytes(released.read_bytes())
     wheel = build_wheel(folder).name
     url = publish_url.strip().rstrip("/") if publish_url else None
@@ -321,7 +321,7 @@ def build(
             continue
         # The graded flavours' header differs from the workshop's: it never links notebooks/.
         graded = source_notebook(path, graded=True, publish_url=publish_url)
-        write(graded, Path(course) / "source" / path.stem / f"{path.stem}.ipynb")
+        write(graded, Layout(Path(course)).notebook("source", path.stem))
         if notebooks_dir is not None:
             workshop = workshop_notebook(source_notebook(path))
             write(workshop, Path(notebooks_dir) / f"{path.stem}.ipynb")
@@ -385,7 +385,8 @@ def main() -> None:
         workshop = "" if args.no_workshop else f" and notebooks/{name}.ipynb"
         print(f"built {name} in {args.course}/{{source,release}}{workshop}")
     if not args.no_release:
-        print(f"to publish for students: {args.course / 'publish'} (its README says where)")
+        publish = Layout(args.course).step("publish")
+        print(f"to publish for students: {publish} (its README says where)")
     ref = settings()["ref"]
     if ref not in tags():
         print(

@@ -83,7 +83,7 @@ def build_wheel(out_dir: Path) -> Path:
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="tl-wheel-") as tmp:
-        source = stage(Path(tmp) / "source")
+        source = stage(Path(tmp) / "project")
         command = [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps"]
         command += ["--no-build-isolation", "-w", str(out_dir), str(source)]
         env = dict(os.environ, SOURCE_DATE_EPOCH=SOURCE_DATE_EPOCH, PIP_NO_INPUT="1")

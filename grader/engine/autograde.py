@@ -40,6 +40,7 @@ from ..course import (
     MEMORY_GB,
     TRAINING_NOTEBOOK,
     GradingError,
+    Layout,
     assignments,
     autograded_notebook,
     db_url,
@@ -62,8 +63,9 @@ QUIET.setLevel(logging.ERROR)
 def submissions(course: Path, students=None, notebooks=None) -> list[tuple[str, str, Path]]:
     names = assignments(course)
     found = []
-    for folder in sorted((Path(course) / "submitted").glob("*/*")):
-        student, assignment = folder.parent.name, folder.name
+    layout = Layout.of(course)
+    for folder in sorted(layout.step("submitted").glob("*/*")):
+        student, assignment = layout.whose(folder)
         if assignment not in names or (students and student not in students):
             continue
         if notebooks and assignment not in notebooks:

@@ -29,6 +29,7 @@ import json
 from pathlib import Path
 
 from ..cells import parse_cell
+from ..course import Layout
 
 ENGINE = ("grader/__init__.py", "grader/course.py", "grader/engine/*.py")
 NOT_SCORING = ("grader/engine/review.py",)  # flags, computed again at every run
@@ -50,7 +51,7 @@ def digests(course: Path, releases: dict, root: Path) -> dict[str, str]:
         digest = hashlib.sha256()
         for path in shared + checks_read(code, root):
             digest.update(_entry(path, root))
-        release_file = Path(course) / "release" / name / f"{name}.ipynb"
+        release_file = Layout.of(course).notebook("release", name)
         digest.update(_entry(release_file, Path(course)))
         if _calls(code, MODEL_LOADERS):
             digest.update(recorded_models(root))

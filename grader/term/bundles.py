@@ -26,6 +26,7 @@ import html
 import zipfile
 from pathlib import Path, PurePosixPath
 
+from ..course import Layout
 from ..outcome import Status
 from . import collected, deadlines, hand_grading
 from .roster import lms_name
@@ -74,7 +75,7 @@ def page_name(store: collected.Store, student: str, name: str) -> str:
 def not_graded_page(course: Path, outcome) -> Path:
     """The page of a notebook autograde could not grade, in feedback/ where its feedback goes."""
     name = outcome.assignment
-    page = Path(course) / "feedback" / outcome.student / name / f"{name}.html"
+    page = Layout.of(course).notebook("feedback", name, outcome.student)
     page.parent.mkdir(parents=True, exist_ok=True)
     reason = html.escape(outcome.reason or outcome.status)
     what = html.escape(WHAT_TO_DO[outcome.status])
@@ -86,7 +87,7 @@ def bundle_feedback(course: Path, pending: dict | None = None, partial: bool = F
     """One zip per assigned notebook with feedback; returns their paths. `pending`: the written
     answers still to grade by hand (hand_grading.waiting; read here when None)."""
     course = Path(course)
-    folder = course / "reports" / "feedback_bundles"
+    folder = Layout.of(course).report("feedback_bundles")
     folder.mkdir(parents=True, exist_ok=True)
     for old in folder.glob("*.zip"):  # a notebook whose feedback is gone keeps no stale zip
         old.unlink()
@@ -98,17 +99,18 @@ def bundle_feedback(course: Path, pending: dict | None = None, partial: bool = F
     if pending is None:
         pending = hand_grading.waiting(course, deadlines.assigned(course))
     for (student, name), ids in pending.items():
-        page = course / "feedback" / student / name / f"{name}.html"
+        page = Layout.of(course).notebook("feedback", name, student)
         if page.is_file() and (student, name) not in not_graded:
             hand_grading.mark_page(page, name, ids, partial)
     store, written = collected.Store(course), []
     for name in deadlines.assigned(course):
-        pages = sorted(course.glob(f"feedback/*/{name}/{name}.html"))
+        pages = [p for _, n, p in Layout.of(course).students_notebooks("feedback") if n == name]
         if not pages:
             continue
         target = folder / f"{name}.zip"
         with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as archive:
             for page in pages:
-                archive.write(page, arcname=page_name(store, page.parent.parent.name, name))
+                whose, _ = Layout.of(course).whose(page)
+                archive.write(page, arcname=page_name(store, whose, name))
         written.append(target)
     return written

@@ -30,7 +30,7 @@ import nbformat
 
 from checkpoints import results
 
-from ..course import db_url, job_file
+from ..course import Layout, db_url, job_file
 from .copies import pairs_report
 from .deadlines import assigned
 from .names import namer
@@ -94,12 +94,12 @@ def _scores(course: Path) -> dict[tuple[str, str, str], tuple[float, float]]:
 def read_checks(course: Path) -> tuple[list[Check], dict[str, str]]:
     """Every graded check of every autograded notebook, and an example message per outcome."""
     course = Path(course)
-    scores = _scores(course) if (course / "gradebook.db").is_file() else {}
+    layout = Layout(course)
+    scores = _scores(course) if layout.gradebook.is_file() else {}
     checks: dict[tuple[str, str], Check] = {}
     messages: dict[str, str] = {}
     counted = assigned(course)
-    for path in sorted(course.glob("autograded/*/*/*.ipynb")):
-        student, assignment = path.parent.parent.name, path.parent.name
+    for student, assignment, path in layout.students_notebooks("autograded"):
         if assignment not in counted:
             continue
         job = job_file(course, student, assignment)
@@ -224,7 +224,7 @@ def class_report(course: Path, names: bool = False) -> list[Path]:
     """Write reports/class.md, class.csv and the two figures (and, with `names`, class_names.md);
     return their paths."""
     checks, messages = read_checks(course)
-    folder = Path(course) / "reports"
+    folder = Layout.of(course).step("reports")
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "class.md").write_text(markdown(checks, messages), encoding="utf-8")
     named = []

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path, PurePosixPath
 
-from ..course import GradingError, assignments, release_notebook
+from ..course import GradingError, Layout, assignments, release_notebook
 from ..engine import preflight
 from . import collected, deadlines, lms_times, term_log
 from .collected import ATTACHMENT, GIVEN, NO_TIME, Kept, Store
@@ -577,7 +577,7 @@ def write_collect_table(course: Path, batch: Path, found: list[Found], adopted, 
         short += f"\non the roster, nothing handed in at all: {len(nobody)}"
         short += f" ({names})" if nobody else ""
     body = f"{short}\n\n{collect_table(found, course, absent)}"
-    reports = course / "reports"
+    reports = Layout.of(course).step("reports")
     reports.mkdir(parents=True, exist_ok=True)
     now = term_log.shown(datetime.now().astimezone(), deadlines.course_timezone(course))
     (reports / "collect.md").write_text(f"# collect {batch}, {now}\n\n{body}", encoding="utf-8")

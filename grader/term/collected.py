@@ -34,7 +34,7 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ..course import GradingError, assignments, release_notebook
+from ..course import GradingError, Layout, assignments, release_notebook
 from ..engine import preflight
 from . import deadlines, term_log
 
@@ -93,7 +93,7 @@ class Store:
 
     def __init__(self, course: Path):
         self.course = Path(course)
-        self.folder = self.course / FOLDER
+        self.folder = Layout.of(self.course).step(FOLDER)
         self.files: dict[tuple[str, str], dict[str, Kept]] = {}
         self.pins: dict[tuple[str, str], str] = {}
         index = self.folder / INDEX
@@ -238,17 +238,14 @@ def lms_late(course: Path, student: str, assignment: str) -> bool | None:
 
 
 def submitted_folder(course: Path, student: str, assignment: str) -> Path:
-    return Path(course) / "submitted" / student / assignment
+    return Layout.of(course).folder("submitted", assignment, student)
 
 
 def _in_submitted(course: Path) -> list[tuple[str, str, Path]]:
     """(student, notebook, path) of each released notebook in submitted/, as autograde sees it."""
     names = set(assignments(course))
-    return [
-        (p.parent.parent.name, p.parent.name, p)
-        for p in sorted(Path(course).glob("submitted/*/*/*.ipynb"))
-        if p.stem == p.parent.name and p.stem in names
-    ]
+    found = Layout.of(course).students_notebooks("submitted")
+    return [(student, name, path) for student, name, path in found if name in names]
 
 
 def adopt(store: Store, check) -> list[Kept]:

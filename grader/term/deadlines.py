@@ -40,8 +40,8 @@ from pathlib import Path
 from nbgrader.plugins import LateSubmissionPlugin
 from traitlets import Float
 
+from ..course import Layout, db_url, nbgrader_config, points
 from ..course import assignments as assignments  # re-exported: what deadlines count from
-from ..course import db_url, nbgrader_config, points
 from .settings import aware as aware  # re-exported: collect reads its times through it
 from .settings import term
 
@@ -151,7 +151,7 @@ def record(gb, course: Path, student: str, assignment: str) -> None:
     if due is not None:
         gb.update_or_create_assignment(assignment, duedate=utc_naive(due))
     fields = {"extension": extension(course, student, assignment)}
-    stamp = read_timestamp(Path(course) / "submitted" / student / assignment)
+    stamp = read_timestamp(Layout.of(course).folder("submitted", assignment, student))
     if stamp is not None:
         fields["timestamp"] = stamp
     gb.update_or_create_submission(assignment, student, **fields)
@@ -201,7 +201,7 @@ def lateness(course: Path, student: str, assignment: str) -> tuple[float, float]
     autograde; (0, 0) where it holds no such submission."""
     from nbgrader.api import Gradebook, MissingEntry
 
-    if not (Path(course) / "gradebook.db").is_file():
+    if not Layout.of(course).gradebook.is_file():
         return 0.0, 0.0
     with Gradebook(db_url(course)) as gb:
         try:

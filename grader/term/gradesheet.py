@@ -45,7 +45,7 @@ from pathlib import Path
 from nbgrader.plugins import CsvExportPlugin
 from traitlets import Bool
 
-from ..course import GradingError, assignments, db_url
+from ..course import GradingError, Layout, assignments, db_url
 from ..outcome import NOT_GRADED
 from . import deadlines, hand_grading, roster
 from .hand_grading import NEEDS, PARTIAL, waiting
@@ -133,7 +133,7 @@ def mark(
     if outcome is not None and outcome.status in NOT_GRADED:
         return Mark(None, outcome.status)
     if score is None:
-        handed_in = (Path(course) / "submitted" / student / name / f"{name}.ipynb").is_file()
+        handed_in = Layout.of(course).notebook("submitted", name, student).is_file()
         if handed_in:
             return Mark(None, "pending")
         if notebook.extra_credit:
@@ -290,7 +290,7 @@ def write(course: Path, partial: bool = False) -> list[str]:
     """reports/gradesheet.csv and reports/canvas_import.csv; returns what to print of them."""
     course = Path(course)
     table, notebooks = rows(course, partial)
-    folder = course / "reports"
+    folder = Layout.of(course).step("reports")
     folder.mkdir(parents=True, exist_ok=True)
     sheet, canvas = folder / "gradesheet.csv", folder / "canvas_import.csv"
     write_gradesheet(sheet, table, notebooks)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ..course import db_url
+from ..course import Layout, db_url
 from .names import namer
 
 NEEDS = "needs hand grading"  # the status of a notebook whose score is left empty
@@ -25,7 +25,7 @@ def waiting(course: Path, notebooks: list[str]) -> dict[tuple[str, str], list[st
     """(student, notebook) -> the grade ids of its written answers still to grade by hand,
     read from the gradebook now (hand grades entered since the last autograde count)."""
     course = Path(course)
-    if not (course / "gradebook.db").is_file():
+    if not Layout.of(course).gradebook.is_file():
         return {}
     from nbgrader.api import Gradebook
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..course import db_url
+from ..course import Layout, db_url
 from .roster import ROSTER_FILE, read_csv
 
 
@@ -24,7 +24,7 @@ def known(course: Path) -> dict[str, str]:
     roster = course / ROSTER_FILE
     for row in read_csv(roster) if roster.is_file() else []:
         people[row["id"]] = (row.get("first_name") or "", row.get("last_name") or "", _login(row))
-    if (course / "gradebook.db").is_file():  # never create a gradebook just to read names
+    if Layout.of(course).gradebook.is_file():  # never create a gradebook just to read names
         from nbgrader.api import Gradebook
 
         with Gradebook(db_url(course)) as gb:

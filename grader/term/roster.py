@@ -41,7 +41,7 @@ import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..course import GradingError, db_url
+from ..course import GradingError, Layout, db_url
 from .settings import term
 
 ROSTER_FILE = "roster.csv"
@@ -193,7 +193,7 @@ def import_roster(course: Path, path: Path) -> tuple[int, int]:
     """The roster into the gradebook (created or updated) and COURSE/roster.csv; (rows, new)."""
     from nbgrader.api import Gradebook
 
-    if not (Path(course) / "release").is_dir():
+    if not Layout.of(course).step("release").is_dir():
         raise GradingError(
             f"{course} has no release yet: run `make release` first (it makes the course "
             "folder and its gradebook), then `make roster`"

@@ -13,6 +13,7 @@ from collections import Counter
 from dataclasses import asdict, fields
 from pathlib import Path
 
+from ..course import Layout
 from ..engine import autograde as engine
 from ..outcome import NOT_GRADED, SCORED, Flag, Outcome, Status
 from . import copies, deadlines, term_log
@@ -198,7 +199,7 @@ def _late_note(o: Outcome) -> str:
 
 
 def write_scores_table(course: Path, outcomes: list[Outcome], isolated: str) -> None:
-    folder = Path(course) / "reports"
+    folder = Layout.of(course).step("reports")
     folder.mkdir(parents=True, exist_ok=True)
     text = scores_table(outcomes, isolated, deadlines.notebooks(course), namer(course))
     (folder / "autograde.md").write_text(text, encoding="utf-8")
@@ -210,7 +211,7 @@ def write_scores_table(course: Path, outcomes: list[Outcome], isolated: str) -> 
 
 def load_outcomes(course: Path) -> list[Outcome]:
     """Every notebook's last outcome, as the last report (reports/autograde.json) holds it."""
-    saved = Path(course) / "reports" / "autograde.json"
+    saved = Layout.of(course).report("autograde.json")
     if not saved.is_file():
         return []
     known = {f.name for f in fields(Outcome)}  # a report written by another version may differ

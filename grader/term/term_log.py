@@ -8,6 +8,7 @@ from __future__ import annotations
 from datetime import datetime
 from pathlib import Path
 
+from ..course import Layout
 from . import deadlines
 
 LOG = "term_log.md"
@@ -28,7 +29,7 @@ def shown(moment: datetime | float, zone) -> str:
 
 def append(course: Path, step: str, body: str) -> Path:
     """A section '## TIME · STEP' with `body` at the end of the log; its path."""
-    folder = Path(course) / "reports"
+    folder = Layout.of(course).step("reports")
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / LOG
     now = shown(datetime.now().astimezone(), deadlines.course_timezone(course))

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import nbformat
 
-from ...course import release_notebook
+from ...course import Layout, release_notebook
 from ...outcome import COPY, SCORED, Flag
 from .fingerprints import Piece
 from .kinds import CODE, NOTEBOOK, TEXT
@@ -64,7 +64,7 @@ def read_notebooks(course: Path, keys: Iterable[tuple[str, str]]) -> dict:
     a read takes."""
     found = {}
     for student, assignment in keys:
-        path = Path(course) / "autograded" / student / assignment / f"{assignment}.ipynb"
+        path = Layout.of(course).notebook("autograded", assignment, student)
         try:
             found[student, assignment] = nbformat.v4.reads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
@@ -162,15 +162,13 @@ def pairs_report(course: Path) -> list[Path]:
     page per pair with the matching parts side by side. These name students: for the
     instructor, not for the class."""
     course = Path(course)
-    keys = sorted(
-        (p.parent.parent.name, p.parent.name) for p in course.glob("autograded/*/*/*.ipynb")
-    )
+    keys = [(s, a) for s, a, _ in Layout.of(course).students_notebooks("autograded")]
     notebooks = read_notebooks(course, keys)
     releases = {a: release_notebook(course, a) for a in {a for _, a in notebooks}}
     parts = class_parts(notebooks, releases)
     found = class_matches(parts)
     shown = sorted(flagged(found), key=lambda m: (-m.strength, -m.tokens, m.assignment, m.student))
-    folder = course / "reports"
+    folder = Layout.of(course).step("reports")
     pages = folder / "copies"
     pages.mkdir(parents=True, exist_ok=True)
     for old in pages.glob("*.html"):
