@@ -108,17 +108,17 @@ COURSE_STEPS = ("source", "release")  # hold the course's notebooks
 STEPS = (*COURSE_STEPS, "publish", "collected", "submitted", "autograded", "feedback", "reports")
 
 
-def db_url(course: Path) -> str:
+def db_url(course: Path | Layout) -> str:
     return f"sqlite:///{Layout.of(course).gradebook.resolve()}"
 
 
-def released(course: Path) -> list[str]:
+def released(course: Path | Layout) -> list[str]:
     """The released assignments (one notebook each), in course order; [] before a release."""
     release = Layout.of(course).step("release")
     return sorted(p.name for p in release.glob("*") if (p / f"{p.name}.ipynb").is_file())
 
 
-def assignments(course: Path) -> list[str]:
+def assignments(course: Path | Layout) -> list[str]:
     """The released assignments, in course order; an error that says what to do before any."""
     names = released(course)
     if not names:
@@ -127,7 +127,7 @@ def assignments(course: Path) -> list[str]:
     return names
 
 
-def release_notebook(course: Path, assignment: str) -> nbformat.NotebookNode:
+def release_notebook(course: Path | Layout, assignment: str) -> nbformat.NotebookNode:
     return nbformat.read(Layout.of(course).notebook("release", assignment), 4)
 
 
@@ -135,14 +135,6 @@ def points(course: Path, assignment: str) -> float:
     """The notebook's maximum: the points of the release's graded cells, everywhere the same."""
     cells = release_notebook(course, assignment).cells
     return float(sum(c.metadata.get("nbgrader", {}).get("points", 0) for c in cells))
-
-
-def autograded_notebook(course: Path, student: str, assignment: str) -> Path:
-    return Layout.of(course).notebook("autograded", assignment, student)
-
-
-def job_file(course: Path, student: str, assignment: str) -> Path:
-    return Layout.of(course).job(student, assignment)
 
 
 @functools.cache

@@ -19,6 +19,24 @@ class Status(StrEnum):
 
 SCORED = (Status.GRADED, Status.UNCHANGED)  # statuses with scores in the gradebook
 NOT_GRADED = (Status.QUARANTINED, Status.FAILED)  # statuses with a reason and no score
+
+
+class SheetStatus(StrEnum):
+    """A notebook's status on the grade sheets (reports/grades.csv, the gradebook's CSV, the
+    Canvas file): the engine's verdict where it gave no score, else the term's."""
+
+    GRADED = "graded"  # scored, on time
+    LATE = "late"  # scored, the late penalty taken
+    PARTIAL = "partial: needs hand grading"  # scored, a written answer still at 0 (--partial)
+    NEEDS = "needs hand grading"  # a written answer to grade by hand: its score left empty
+    MISSING = "missing"  # nothing handed in, and due: 0
+    NOT_DUE = "not due"  # nothing handed in, not due yet
+    SKIPPED = "skipped"  # extra credit, not handed in
+    PENDING = "pending"  # handed in, not autograded yet
+    QUARANTINED = Status.QUARANTINED.value
+    FAILED = Status.FAILED.value
+
+
 REVIEW, COPY = "review", "copy"  # the kinds of flag
 
 

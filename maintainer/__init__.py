@@ -9,10 +9,11 @@
     core_minutes     `make core-minutes`: each notebook's core path in minutes, docs/core_path.md
     kernels          how the pipeline starts its kernels (IPC sockets) and shows what they print
     copy_corpus      the copy detector's bars on an honest-versus-copy corpus, 200 students timed
+    zoo              the bug zoo: each exercise's usual mistakes and right variants, as data
     regenerate_baselines_colab.{py,ipynb}   the pipeline on a Colab GPU
 
 They run from a checkout (`python -m maintainer.pipeline`). They import the package, the
-checkpoints and grader's course helpers; nothing imports them.
+checkpoints and grader's course helpers; only the tests import them.
 """
 
 from __future__ import annotations

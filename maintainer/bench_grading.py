@@ -24,6 +24,7 @@ import nbformat
 
 from grader.course import Layout
 from grader.engine import autograde as grading
+from grader.outcome import Status
 from grader.term import collect
 from maintainer.fabricated_class import (
     NAMES,
@@ -79,7 +80,7 @@ def run(label: str, course: Path, **kwargs) -> tuple[list, float, float]:
         for name, fn in originals.items():
             setattr(grading, name, fn)
     wall = time.perf_counter() - start
-    graded = [o for o in outcomes if o.status == "graded"]
+    graded = [o for o in outcomes if o.status == Status.GRADED]
     print(
         f"{label}: {wall:.1f} s for {len(graded)} notebooks, {60 * len(graded) / wall:.1f} "
         f"notebooks a minute; in the parent: preflight + sanitizing {spent['prepare']:.1f} s, "

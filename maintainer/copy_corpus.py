@@ -3,7 +3,7 @@
 
     python -m maintainer.copy_corpus            FP/FN per exercise, then the 200-student time
 
-Honest students: the bug zoo's right answers (tests/zoo_nb0*.py), the answers below, each
+Honest students: the bug zoo's right answers (maintainer/zoo/nb0*.py), the answers below, each
 written on its own against the exercise's text, in several styles, answers that follow the
 exercise's hint to the letter (HINTED), and answers typed from the lecture's listings, adapted to
 the exercise's names (LECTURE). Copies: the course's solution, the package's reference and honest
@@ -25,7 +25,6 @@ import os
 import platform
 import random
 import re
-import sys
 import tempfile
 import textwrap
 import time
@@ -36,8 +35,8 @@ import nbformat
 
 from grader.course import Layout
 from grader.term import copies
-from maintainer import ROOT
 from maintainer.fabricated_class import NAMES, release
+from maintainer.zoo import nb01, nb02, nb03, nb04, nb05, nb06
 from transformer_lab import attention as tl_attention
 from transformer_lab import model as tl_model
 
@@ -440,12 +439,8 @@ return H
 
 def _zoo_right() -> dict[str, list[str]]:
     """The bug zoo's right answers, by exercise."""
-    sys.path.insert(0, str(ROOT / "tests"))
-    import importlib
-
     found: dict[str, list[str]] = {}
-    for n in range(1, 7):
-        table = importlib.import_module(f"zoo_nb0{n}")
+    for table in (nb01, nb02, nb03, nb04, nb05, nb06):
         for right in getattr(table, "RIGHT", {}).values():
             found.setdefault(right.exercise.cell, []).append(textwrap.dedent(right.body))
     return found

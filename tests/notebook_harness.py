@@ -80,3 +80,9 @@ def code_cells(stem: str, **parameters: str) -> list:
         copy.source = source
         out.append(copy)
     return out
+
+
+def run(exercise, body: str | None = None) -> dict:
+    """Run a bug-zoo exercise (maintainer/zoo/: its solution when body is None) and its
+    checkpoint."""
+    return run_exercise(exercise.stem, exercise.cell, exercise.check, body, before=exercise.before)

@@ -2,30 +2,25 @@
 with its mistake code and a message that holds its diagnosis; each right variant keeps full marks;
 each solution passes and each stub is "not done yet".
 
-The cases are data, one table per notebook and one of delegated answers (tests/zoo_nb*.py,
-tests/zoo_integrity.py; their vocabulary is tests/zoo.py); this file is the one harness that runs
-them. Checks called directly, not through an exercise, are in test_checks_direct.py."""
+The cases are data, one table per notebook and one of delegated answers (maintainer/zoo/nb0*.py,
+maintainer/zoo/integrity.py; their vocabulary is maintainer/zoo/__init__.py); this file is the one
+harness that runs them. Checks called directly, not through an exercise, are in
+test_checks_direct.py."""
 
 import pytest
-import zoo_integrity
-import zoo_nb01
-import zoo_nb02
-import zoo_nb03
-import zoo_nb04
-import zoo_nb05
-import zoo_nb06
-from zoo import fragments, run
+from notebook_harness import run
 
 from checkpoints import CheckFailed, NotDoneYet
+from maintainer.zoo import fragments, integrity, nb01, nb02, nb03, nb04, nb05, nb06
 
 TABLES = {
-    "nb01": zoo_nb01,
-    "nb02": zoo_nb02,
-    "nb03": zoo_nb03,
-    "nb04": zoo_nb04,
-    "nb05": zoo_nb05,
-    "nb06": zoo_nb06,
-    "integrity": zoo_integrity,
+    "nb01": nb01,
+    "nb02": nb02,
+    "nb03": nb03,
+    "nb04": nb04,
+    "nb05": nb05,
+    "nb06": nb06,
+    "integrity": integrity,
 }
 MISTAKES = {f"{t}: {name}": m for t, table in TABLES.items() for name, m in table.MISTAKES.items()}
 RIGHT = {f"{t}: {name}": r for t, table in TABLES.items() for name, r in table.RIGHT.items()}

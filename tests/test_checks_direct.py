@@ -14,16 +14,15 @@ import threading
 import pytest
 import torch
 import torch.nn as nn
-from notebook_harness import cell, cells, code_cells, inject, prelude
+from notebook_harness import cell, cells, code_cells, inject, prelude, run
 from paths import ROOT
-from zoo import run
-from zoo_nb01 import EX1
-from zoo_nb06 import EX6A, EX6B, STEM, mha
 
 import transformer_lab as tl
 from checkpoints import CheckFailed, NotDoneYet, attention, positions, stretch, training
 from checkpoints import causal_mask as mask_check
 from checkpoints import leak as leak_check
+from maintainer.zoo.nb01 import EX1
+from maintainer.zoo.nb06 import EX6A, EX6B, STEM, mha
 
 # --- Exercise 0's count (notebook 01) ----------------------------------------------------------
 

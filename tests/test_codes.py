@@ -24,10 +24,10 @@ FILE_SUFFIXES = ("py", "md", "json", "ipynb")  # "leak.py" names a file, not a c
 
 @cache
 def _tests_text() -> str:
-    """The string literals of the tests, one a line: a code a comment names is asserted by no
-    test."""
+    """The string literals of the tests and of the bug zoo's tables (maintainer/zoo/), one a
+    line: a code a comment names is asserted by no test."""
     strings = []
-    for path in sorted((ROOT / "tests").glob("*.py")):
+    for path in sorted([*(ROOT / "tests").glob("*.py"), *(ROOT / "maintainer/zoo").glob("*.py")]):
         if path.name not in REFUSING:
             with path.open("rb") as source:
                 tokens = tokenize.tokenize(source.readline)

@@ -14,7 +14,7 @@ import pytest
 from conftest import checkout_copy
 from paths import ROOT
 
-from grader.course import assignments, release_notebook
+from grader.course import Layout, assignments, release_notebook
 from grader.engine import rerun_key
 
 NOTEBOOKS = (
@@ -113,7 +113,7 @@ EDITS = {
 
 def _digests(course: Path, root: Path) -> dict[str, str]:
     releases = {name: release_notebook(course, name) for name in assignments(course)}
-    return rerun_key.digests(course, releases, root)
+    return rerun_key.digests(Layout(course), releases, root)
 
 
 def _regraded(before: dict[str, str], after: dict[str, str]) -> set[str]:

@@ -42,9 +42,7 @@ from ..course import (
     GradingError,
     Layout,
     assignments,
-    autograded_notebook,
     db_url,
-    job_file,
     release_notebook,
 )
 from ..course import cell_timeout as default_cell_timeout
@@ -60,10 +58,9 @@ QUIET = logging.getLogger("grader.nbgrader")
 QUIET.setLevel(logging.ERROR)
 
 
-def submissions(course: Path, students=None, notebooks=None) -> list[tuple[str, str, Path]]:
-    names = assignments(course)
+def submissions(layout: Layout, students=None, notebooks=None) -> list[tuple[str, str, Path]]:
+    names = assignments(layout)
     found = []
-    layout = Layout.of(course)
     for folder in sorted(layout.step("submitted").glob("*/*")):
         student, assignment = layout.whose(folder)
         if assignment not in names or (students and student not in students):
@@ -74,10 +71,10 @@ def submissions(course: Path, students=None, notebooks=None) -> list[tuple[str, 
     return found
 
 
-def _resources(course: Path, student: str, assignment: str) -> dict:
+def _resources(layout: Layout, student: str, assignment: str) -> dict:
     return {
         "nbgrader": {
-            "db_url": db_url(course),
+            "db_url": db_url(layout),
             "assignment": assignment,
             "notebook": assignment,
             "student": student,
@@ -85,7 +82,7 @@ def _resources(course: Path, student: str, assignment: str) -> dict:
     }
 
 
-def sanitize(nb, course: Path, student: str, assignment: str):
+def sanitize(nb, layout: Layout, student: str, assignment: str):
     """nbgrader's sanitizing step: clear outputs, restore locked cells and hidden tests."""
     from nbgrader.preprocessors import (
         CheckCellMetadata,
@@ -95,7 +92,7 @@ def sanitize(nb, course: Path, student: str, assignment: str):
         OverwriteKernelspec,
     )
 
-    resources = _resources(course, student, assignment)
+    resources = _resources(layout, student, assignment)
     steps = (ClearOutput, DeduplicateIds, OverwriteKernelspec, OverwriteCells, CheckCellMetadata)
     for step in steps:
         # OverwriteCells warns for every check it puts back; the preflight report says it once.
@@ -103,7 +100,7 @@ def sanitize(nb, course: Path, student: str, assignment: str):
     return nb
 
 
-def save_scores(nb, course: Path, student: str, assignment: str) -> Outcome:
+def save_scores(nb, layout: Layout, student: str, assignment: str) -> Outcome:
     """The executed notebook's automatic scores into the gradebook, and the notebook into
     autograded/. Lateness is not the engine's: the term settles it once the scores are in."""
     from nbgrader.api import Gradebook
@@ -111,18 +108,18 @@ def save_scores(nb, course: Path, student: str, assignment: str) -> Outcome:
 
     from .preprocessors import StderrIsNotFailure
 
-    resources = _resources(course, student, assignment)
-    with Gradebook(db_url(course)) as gb, warnings.catch_warnings():
+    resources = _resources(layout, student, assignment)
+    with Gradebook(db_url(layout)) as gb, warnings.catch_warnings():
         # nbgrader's own session handling makes SQLAlchemy warn here; the rows are written.
         warnings.simplefilter("ignore", SAWarning)
         gb.update_or_create_student(student)
         gb.update_or_create_submission(assignment, student)
     for step in (StderrIsNotFailure(), LimitOutput(), SaveAutoGrades()):
         nb, resources = step.preprocess(nb, resources)
-    out = autograded_notebook(course, student, assignment)
+    out = layout.notebook("autograded", assignment, student)
     out.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(nb, out)
-    with Gradebook(db_url(course)) as gb:
+    with Gradebook(db_url(layout)) as gb:
         notebook = gb.find_submission_notebook(assignment, assignment, student)
         needs = sum(bool(g.needs_manual_grade) for g in notebook.grades)
         return Outcome(
@@ -186,14 +183,14 @@ def job_pool(workers: int, scheduler: str | None = None):
         yield client.get_executor(pure=False)
 
 
-def prepare(course: Path, student: str, assignment: str, path: Path, release) -> tuple:
+def prepare(layout: Layout, student: str, assignment: str, path: Path, release) -> tuple:
     """(notebook text to execute, Outcome so far), or (None, Outcome quarantined)."""
     checked = preflight.preflight(path.read_bytes(), release)
     outcome = Outcome(student, assignment, Status.QUARANTINED, repairs=checked.repairs)
     if checked.notebook is None:
         outcome.reason = checked.quarantined
         return None, outcome
-    nb = sanitize(checked.notebook, course, student, assignment)
+    nb = sanitize(checked.notebook, layout, student, assignment)
     outcome.flags = review.flags(nb, release)
     return nbformat.writes(nb), outcome
 
@@ -202,7 +199,7 @@ def prepare(course: Path, student: str, assignment: str, path: Path, release) ->
 class _Run:
     """What every job of one autograde run shares."""
 
-    course: Path
+    layout: Layout
     releases: dict
     settings: str  # the limits and the sandbox, in every rerun key
     digests: dict  # notebook -> the digest of what can change its scores (rerun_key.py)
@@ -215,7 +212,7 @@ class _Run:
 
 
 def grade(
-    course: Path,
+    course: Layout | Path,
     workers: int = WORKERS,
     cell_timeout: int | None = None,
     notebook_timeout: int = NOTEBOOK_TIMEOUT,
@@ -227,24 +224,26 @@ def grade(
     sandboxed: bool = True,
     scheduler: str | None = None,
 ) -> list[Outcome]:
-    """Grade every submission in submitted/ (or these students' and notebooks'): the scores go
-    to the gradebook, the executed notebooks to autograded/; each notebook's Outcome, sorted."""
+    """Grade every submission in the course folder's submitted/ (or these students' and
+    notebooks'): the scores go to the gradebook, the executed notebooks to autograded/; each
+    notebook's Outcome, sorted. `course` is its Layout (a path is read as one); every path
+    below is the Layout's."""
     from transformer_lab.data import corpus_path
 
-    course = Path(course)
+    layout = Layout.of(course)
     cell_timeout = cell_timeout or default_cell_timeout()
     isolated = isolation(sandboxed)
     # The job reads the corpus from this verified copy; a sandboxed job sees no cache or network.
     corpus = corpus_path()
     command = job_command(cell_timeout, memory_gb)
     if sandboxed:
-        command = sandbox.command(command, course, corpus)
-    releases = {name: release_notebook(course, name) for name in assignments(course)}
+        command = sandbox.command(command, layout.root, corpus)
+    releases = {name: release_notebook(layout, name) for name in assignments(layout)}
     run = _Run(
-        course,
+        layout,
         releases=releases,
         settings=f"{cell_timeout} {memory_gb} {isolated}",
-        digests=rerun_key.digests(course, releases, ROOT),
+        digests=rerun_key.digests(layout, releases, ROOT),
         command=command,
         notebook_timeout=notebook_timeout,
         # grader/ is not installed: the job (and on Dask its supervisor) finds it in the checkout.
@@ -253,7 +252,7 @@ def grade(
         on_dask=scheduler is not None,
     )
     # Notebook 04 trains; the longest jobs go first so that the workers finish together.
-    found = submissions(course, students, notebooks)
+    found = submissions(layout, students, notebooks)
     found.sort(key=lambda s: s[1] != TRAINING_NOTEBOOK)
     outcomes = []
     try:
@@ -275,27 +274,27 @@ def grade(
 def _grade(run: _Run, pool, found: list, keep) -> None:
     """Each job starts as soon as its notebook is sanitized, and finished jobs are saved between
     two submissions: the parent's serial work overlaps the workers'."""
-    course, running = run.course, {}
+    layout, running = run.layout, {}
     try:
         for student, assignment, path in found:
-            text, outcome = prepare(course, student, assignment, path, run.releases[assignment])
+            text, outcome = prepare(layout, student, assignment, path, run.releases[assignment])
             if text is None:
                 keep(outcome)
                 continue
             digest = run.digests[assignment]
             key = hashlib.sha256(f"{run.settings} {digest} {text}".encode()).hexdigest()
-            last = _last_job(course, student, assignment)
+            last = _last_job(layout, student, assignment)
             if not run.force and last.get("key") == key:
                 with ctrl_c_waits():
-                    keep(_unchanged(course, outcome, last))
+                    keep(_unchanged(layout, outcome, last))
                 continue
             running[_submit(pool, run, text)] = (key, outcome)
             for future in [f for f in running if f.done()]:
                 with ctrl_c_waits():
-                    keep(_finish(course, _result(future), *running.pop(future)))
+                    keep(_finish(layout, _result(future), *running.pop(future)))
         for future in concurrent.futures.as_completed(running):
             with ctrl_c_waits():
-                keep(_finish(course, _result(future), *running[future]))
+                keep(_finish(layout, _result(future), *running[future]))
     except KeyboardInterrupt:
         # Otherwise leaving the pool would wait for every job still queued or running.
         _stop(pool, running, run)
@@ -333,12 +332,12 @@ def _stop(pool, running: dict, run: _Run) -> None:
     client.run(subprocess.run, supervisor.stop_command(run.id), env=run.env, capture_output=True)
 
 
-def _last_job(course: Path, student: str, assignment: str) -> dict:
-    last = job_file(course, student, assignment)
+def _last_job(layout: Layout, student: str, assignment: str) -> dict:
+    last = layout.job(student, assignment)
     return json.loads(last.read_text()) if last.is_file() else {}
 
 
-def saved_scores(executed, course: Path, student: str, assignment: str) -> Outcome | None:
+def saved_scores(executed, layout: Layout, student: str, assignment: str) -> Outcome | None:
     """The gradebook's scores of one submission as they stand, where its automatic scores are
     those of the executed notebook; None where it lacks them or holds others (a gradebook
     restored from an older copy)."""
@@ -350,7 +349,7 @@ def saved_scores(executed, course: Path, student: str, assignment: str) -> Outco
         for cell in executed.cells
         if utils.is_grade(cell)
     }
-    with Gradebook(db_url(course)) as gb:
+    with Gradebook(db_url(layout)) as gb:
         try:
             notebook = gb.find_submission_notebook(assignment, assignment, student)
         except MissingEntry:
@@ -364,34 +363,34 @@ def saved_scores(executed, course: Path, student: str, assignment: str) -> Outco
         )
 
 
-def _unchanged(course: Path, outcome: Outcome, last: dict) -> Outcome:
+def _unchanged(layout: Layout, outcome: Outcome, last: dict) -> Outcome:
     """The scores of the last run kept: nothing its job saw has changed. They are read, not
     saved again: nbgrader's SaveAutoGrades marks every grade that has a manual score as needing
     a grader, so re-saving would put each hand-graded answer back on the formgrader's to-do
     list. Only a gradebook that lacks them or disagrees (restored from an older copy) gets them
     saved again."""
     student, assignment = outcome.student, outcome.assignment
-    executed = nbformat.read(autograded_notebook(course, student, assignment), 4)
-    kept = saved_scores(executed, course, student, assignment)
+    executed = nbformat.read(layout.notebook("autograded", assignment, student), 4)
+    kept = saved_scores(executed, layout, student, assignment)
     if kept is None:
-        kept = save_scores(executed, course, student, assignment)
+        kept = save_scores(executed, layout, student, assignment)
     kept.status, kept.repairs, kept.seconds = Status.UNCHANGED, outcome.repairs, last["seconds"]
     kept.flags, kept.reason = outcome.flags, last.get("reason", "")
     return kept
 
 
-def _finish(course: Path, result: dict, key: str, outcome: Outcome) -> Outcome:
+def _finish(layout: Layout, result: dict, key: str, outcome: Outcome) -> Outcome:
     """A job's result into the gradebook and autograded/, or the reason there is none."""
     if "error" in result:
         outcome.status, outcome.reason = Status.FAILED, result["error"]
         return outcome
     executed = nbformat.reads(result["notebook"], 4)
-    graded = save_scores(executed, course, outcome.student, outcome.assignment)
+    graded = save_scores(executed, layout, outcome.student, outcome.assignment)
     graded.repairs, graded.seconds = outcome.repairs, result["seconds"]
     graded.flags = outcome.flags
     notes = [kernel_death_note(executed, result.get("died_in")), result.get("process_cap")]
     graded.reason = "; ".join(note for note in notes if note)
-    job_file(course, outcome.student, outcome.assignment).write_text(
+    layout.job(outcome.student, outcome.assignment).write_text(
         json.dumps({"key": key, "seconds": result["seconds"], "reason": graded.reason})
     )
     return graded

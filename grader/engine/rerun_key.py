@@ -40,7 +40,7 @@ MODEL_LOADERS = ("load_trained_gpt",)
 BASELINES = "data/baselines.json"
 
 
-def digests(course: Path, releases: dict, root: Path) -> dict[str, str]:
+def digests(layout: Layout, releases: dict, root: Path) -> dict[str, str]:
     """notebook -> SHA-256 of everything that can change its scores (see the docstring)."""
     unkeyed = {root / name for name in NOT_SCORING}
     shared = [p for pattern in ENGINE + PACKAGE for p in sorted(root.glob(pattern))]
@@ -51,8 +51,8 @@ def digests(course: Path, releases: dict, root: Path) -> dict[str, str]:
         digest = hashlib.sha256()
         for path in shared + checks_read(code, root):
             digest.update(_entry(path, root))
-        release_file = Layout.of(course).notebook("release", name)
-        digest.update(_entry(release_file, Path(course)))
+        release_file = layout.notebook("release", name)
+        digest.update(_entry(release_file, layout.root))
         if _calls(code, MODEL_LOADERS):
             digest.update(recorded_models(root))
         found[name] = digest.hexdigest()

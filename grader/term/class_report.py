@@ -30,7 +30,7 @@ import nbformat
 
 from checkpoints import results
 
-from ..course import Layout, db_url, job_file
+from ..course import Layout, db_url
 from .copies import pairs_report
 from .deadlines import assigned
 from .names import namer
@@ -102,7 +102,7 @@ def read_checks(course: Path) -> tuple[list[Check], dict[str, str]]:
     for student, assignment, path in layout.students_notebooks("autograded"):
         if assignment not in counted:
             continue
-        job = job_file(course, student, assignment)
+        job = layout.job(student, assignment)
         seconds = json.loads(job.read_text()).get("seconds") if job.is_file() else None
         for cell in nbformat.read(path, 4).cells:
             meta = cell.metadata.get("nbgrader", {})

@@ -37,6 +37,7 @@ import time
 import zipfile
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from enum import StrEnum
 from pathlib import Path, PurePosixPath
 
 from ..course import GradingError, Layout, assignments, release_notebook
@@ -51,8 +52,20 @@ from .settings import compile_pattern, term
 COPY_MARKS = re.compile(r"(?<![^\W_])copy of |\(\d+\)| +- +copy\b", re.IGNORECASE)
 SEPARATORS = " _-.\t"
 SHOWN = 10  # lines of each kind the terminal gets; the report has them all
-BROKEN = "cannot be graded"  # the status of a file that counts only for want of a better one
-NEW = ("counts", BROKEN, "refused")  # the statuses of a file this collect kept
+
+
+class FileStatus(StrEnum):
+    """What collect did with a file it met (a string: the report writes it as is)."""
+
+    COUNTS = "counts"  # placed, and the file that counts for its student's notebook
+    BROKEN = "cannot be graded"  # placed, and counts only for want of a better one
+    REFUSED = "refused"  # placed in the store, but another file counts
+    UNCHANGED = "unchanged"  # collected before (or twice in this batch): nothing new
+    NEW = "new"  # placed now, its verdict still to come
+    SKIPPED = "skipped"  # not a notebook of the course, or not a student's
+
+
+KEPT_NOW = (FileStatus.COUNTS, FileStatus.BROKEN, FileStatus.REFUSED)  # placed by this collect
 ASK_FOR_A_COPY = (
     "it stands in submitted/ so that autograde reports it, never as a 0; ask for a good copy and "
     "collect it with --student {student} --submitted-at TIME"
@@ -77,7 +90,7 @@ class Found:
     lms_late: bool | None = None  # Canvas's LATE mark; None where the LMS marks nothing
     lms_user: str = ""  # the LMS's user id in the name (Canvas's)
     sha256: str = ""  # of a notebook placed: its name in collected/
-    status: str = "skipped"  # counts | cannot be graded | refused | unchanged | skipped
+    status: FileStatus = FileStatus.SKIPPED
 
 
 def student_id(text: str) -> str:
@@ -385,7 +398,7 @@ def _keep(found: list[Found], store: Store, batch: str, broken) -> None:
         item.sha256 = collected.sha256(item.raw)
         key = (item.student, item.assignment, item.sha256)
         if key in first:  # the same file twice in one batch
-            item.status = "unchanged"
+            item.status = FileStatus.UNCHANGED
             item.note = f"the same file as {first[key].source!r}"
             continue
         first[key] = item
@@ -405,13 +418,13 @@ def _keep(found: list[Found], store: Store, batch: str, broken) -> None:
             item.lms_late,
         )
         if not store.changes(kept):
-            item.status, item.note = "unchanged", _again(old, store)
+            item.status, item.note = FileStatus.UNCHANGED, _again(old, store)
             continue
         store.add(item.raw, kept)
-        item.status = "new"
+        item.status = FileStatus.NEW
     batch_files = {(f.student, f.assignment, f.sha256): f for f in placed}
     for item in placed:
-        if item.status == "new":
+        if item.status == FileStatus.NEW:
             item.status, why = _verdict(item, store, before, batch_files)
             item.note = "; ".join(n for n in (why, item.note) if n)
 
@@ -426,15 +439,15 @@ def _again(old: Kept, store: Store) -> str:
     return f"{note}; {chosen.short}, handed in {when}, counts"
 
 
-def _verdict(item: Found, store: Store, before: dict, batch_files: dict) -> tuple[str, str]:
+def _verdict(item: Found, store: Store, before: dict, batch_files: dict) -> tuple[FileStatus, str]:
     """Whether a new file counts now, and why (not)."""
     chosen, why = store.choice(item.student, item.assignment)
     kept = store.known(item.student, item.assignment, item.sha256)
     zone = deadlines.course_timezone(store.course)
     if chosen.sha256 == item.sha256:
-        status = "counts"
+        status = FileStatus.COUNTS
         if kept.broken:  # nothing better: it stands, so that autograde quarantines it, seen
-            status = BROKEN
+            status = FileStatus.BROKEN
             item.note = f"{kept.broken}; {ASK_FOR_A_COPY.format(student=item.student)}"
         previous = before[item.student, item.assignment]
         if previous is None or previous[0].sha256 == item.sha256:
@@ -443,19 +456,19 @@ def _verdict(item: Found, store: Store, before: dict, batch_files: dict) -> tupl
         return status, f"replaces {was.short} (handed in {collected.handed_in(was, zone)})"
     stays = f"{chosen.short}, handed in {collected.handed_in(chosen, zone)}"
     if why == "pinned with collect-pin":
-        return "refused", f"refused: {chosen.short} is pinned with collect-pin"
+        return FileStatus.REFUSED, f"refused: {chosen.short} is pinned with collect-pin"
     if kept.broken:
         why = f"it cannot be graded ({kept.broken})"
-        return "refused", f"refused: {why}; the file that counts stays {stays}"
+        return FileStatus.REFUSED, f"refused: {why}; the file that counts stays {stays}"
     newer = batch_files.get((item.student, item.assignment, chosen.sha256))
     if newer is not None:
-        return "refused", f"refused: {newer.source!r} is a newer copy of the same notebook"
+        return FileStatus.REFUSED, f"refused: {newer.source!r} is a newer copy of the same notebook"
     if kept.order_from == chosen.order_from == ATTACHMENT:
-        return "refused", (
+        return FileStatus.REFUSED, (
             f"refused: an earlier upload than the file that counts, {chosen.short} (Canvas's "
             f"attachment {kept.order:.0f}, before {chosen.order:.0f})"
         )
-    return "refused", f"refused: older than the file that counts, {stays}"
+    return FileStatus.REFUSED, f"refused: older than the file that counts, {stays}"
 
 
 def missing(course: Path) -> dict[str, list[str]]:
@@ -473,11 +486,11 @@ def missing(course: Path) -> dict[str, list[str]]:
 
 
 def _handed_in(item: Found, course: Path, zone) -> str:
-    if item.status == "skipped":
+    if item.status == FileStatus.SKIPPED:
         return ""
     text = collected.handed_in(item, zone)
     due = deadlines.due_date(course, item.assignment)
-    if due is None or item.status != "counts" or item.submitted_at is None:
+    if due is None or item.status != FileStatus.COUNTS or item.submitted_at is None:
         return text
     due += deadlines.extension(course, item.student, item.assignment) or timedelta()
     if item.submitted_at <= due.timestamp():
@@ -508,7 +521,7 @@ def collect_table(found: list[Found], course: Path, absent: dict[str, list[str]]
 def time_sources(found: list[Found]) -> list[str]:
     """Where this batch's hand-in times came from, in a line per kind of file: the LMS's files
     (and what stands for a time where none is recorded), then every other's."""
-    placed = [f for f in found if f.status != "skipped"]
+    placed = [f for f in found if f.status != FileStatus.SKIPPED]
     canvas = [f for f in placed if f.order_from == ATTACHMENT]
     lines = []
     if canvas:
@@ -542,14 +555,14 @@ def _sources(items) -> str:
 
 def summary(found: list[Found], adopted: list[Kept], changed: list, zone=None) -> str:
     """A few lines for the terminal: what came in, and each refusal and skip (SHOWN of each)."""
-    counts = {s: sum(f.status == s for f in found) for s in (*NEW, "unchanged")}
-    counts["skipped"] = len(found) - sum(counts.values())
+    counts = {s: sum(f.status == s for f in found) for s in (*KEPT_NOW, FileStatus.UNCHANGED)}
+    counts[FileStatus.SKIPPED] = len(found) - sum(counts.values())
     head = f"{len(found)} file{'s' * (len(found) != 1)}"
-    if not (any(counts[s] for s in NEW) or adopted or changed):
+    if not (any(counts[s] for s in KEPT_NOW) or adopted or changed):
         head += ", nothing changed"
     lines = [head + ": " + ", ".join(f"{label} {n}" for label, n in counts.items() if n)]
     lines += [f"hand-in times: {line}" for line in time_sources(found)]
-    for status in (BROKEN, "refused", "skipped"):
+    for status in (FileStatus.BROKEN, FileStatus.REFUSED, FileStatus.SKIPPED):
         mine = [f for f in found if f.status == status]
         for item in mine[:SHOWN]:
             whose = f" ({item.student} / {item.assignment})" if item.student else ""

@@ -46,15 +46,15 @@ from nbgrader.plugins import CsvExportPlugin
 from traitlets import Bool
 
 from ..course import GradingError, Layout, assignments, db_url
-from ..outcome import NOT_GRADED
+from ..outcome import NOT_GRADED, SheetStatus
 from . import deadlines, hand_grading, roster
-from .hand_grading import NEEDS, PARTIAL, waiting
+from .hand_grading import waiting
 from .scores import load_outcomes
 
-SCORED = ("graded", "late")
-WITH_SCORE = (*SCORED, PARTIAL)  # a number in every file
-COUNTED = (*WITH_SCORE, "missing")  # in the total; a missing notebook counts 0
-UNSETTLED = ("pending", "quarantined", "failed", NEEDS)
+WITH_SCORE = (SheetStatus.GRADED, SheetStatus.LATE, SheetStatus.PARTIAL)  # a number in every file
+COUNTED = (*WITH_SCORE, SheetStatus.MISSING)  # in the total; a missing notebook counts 0
+# No total while one of these stands.
+UNSETTLED = (SheetStatus.PENDING, SheetStatus.QUARANTINED, SheetStatus.FAILED, SheetStatus.NEEDS)
 CANVAS_IDENTITY = list(roster.CANVAS_IDENTITY)
 # Optional, in the course folder: {"01_attention": 123456, ...}, Canvas's assignment ids, or
 # {"01_attention": "01_attention (123456)"}, the column as Canvas's own export heads it (`export
@@ -74,7 +74,7 @@ class Mark:
     """One student's result for one notebook, as the sheets show it."""
 
     score: float | None
-    status: str
+    status: SheetStatus
     waiting: list[str] = field(default_factory=list)  # written answers still to grade by hand
 
 
@@ -131,21 +131,25 @@ def mark(
     left empty unless `partial`."""
     name = notebook.name
     if outcome is not None and outcome.status in NOT_GRADED:
-        return Mark(None, outcome.status)
+        return Mark(None, SheetStatus(outcome.status))
     if score is None:
         handed_in = Layout.of(course).notebook("submitted", name, student).is_file()
         if handed_in:
-            return Mark(None, "pending")
+            return Mark(None, SheetStatus.PENDING)
         if notebook.extra_credit:
-            return Mark(None, "skipped")
-        return Mark(0.0, "missing") if notebook.due else Mark(None, "not due")
+            return Mark(None, SheetStatus.SKIPPED)
+        return Mark(0.0, SheetStatus.MISSING) if notebook.due else Mark(None, SheetStatus.NOT_DUE)
     seconds, penalty = deadlines.lateness(course, student, name)
     if seconds > 0:
-        score, status = penalised(score, penalty), "late"
+        score, status = penalised(score, penalty), SheetStatus.LATE
     else:
-        status = "graded"
+        status = SheetStatus.GRADED
     if answers:
-        return Mark(score if partial else None, PARTIAL if partial else NEEDS, list(answers))
+        return Mark(
+            score if partial else None,
+            SheetStatus.PARTIAL if partial else SheetStatus.NEEDS,
+            list(answers),
+        )
     return Mark(score, status)
 
 
@@ -247,7 +251,7 @@ def penalties_taken(course: Path, table: list[Row]) -> bool:
         deadlines.lateness(course, row.id, name)[1] > 0
         for row in table
         for name, m in row.marks.items()
-        if m.status in ("late", PARTIAL)
+        if m.status in (SheetStatus.LATE, SheetStatus.PARTIAL)
     )
 
 
@@ -258,9 +262,9 @@ def hand_grading_note(table: list[Row]) -> str:
     if not marks:
         return ""
     notebooks = f"{len(marks)} notebook" + "s" * (len(marks) != 1)
-    if any(m.status == PARTIAL for m in marks):
+    if any(m.status == SheetStatus.PARTIAL for m in marks):
         return f"partial scores: {notebooks} with written answers not graded by hand"
-    return f"{NEEDS}: {notebooks} left empty"
+    return f"{SheetStatus.NEEDS}: {notebooks} left empty"
 
 
 def write_canvas(path: Path, course: Path, table: list[Row], notebooks: list) -> str:
@@ -365,7 +369,7 @@ def submission_line(gradebook, row: Row, nb, m: Mark, zone=None) -> dict:
     if m.status in WITH_SCORE:
         raw = submission.score
         penalty = submission.late_submission_penalty or 0.0
-    elif m.status == "missing":
+    elif m.status == SheetStatus.MISSING:
         raw = penalty = 0.0
     return {
         "assignment": nb.name,

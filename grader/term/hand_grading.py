@@ -15,10 +15,8 @@ import re
 from pathlib import Path
 
 from ..course import Layout, db_url
+from ..outcome import SheetStatus
 from .names import namer
-
-NEEDS = "needs hand grading"  # the status of a notebook whose score is left empty
-PARTIAL = "partial: needs hand grading"  # ... and of one whose partial score is written anyway
 
 
 def waiting(course: Path, notebooks: list[str]) -> dict[tuple[str, str], list[str]]:
@@ -62,11 +60,13 @@ def summary(course: Path, pending: dict[tuple[str, str], list[str]], partial: bo
     ]
     lines += [f"  {name}: {', '.join(people)}" for name, people in sorted(by_notebook.items())]
     if partial:
-        lines.append(f"--partial: their scores are written as they stand, marked {PARTIAL!r}.")
+        lines.append(
+            f"--partial: their scores are written as they stand, marked '{SheetStatus.PARTIAL}'."
+        )
     else:
         lines.append(
-            f"Those notebooks' scores are left empty, marked {NEEDS!r}, in every file written "
-            "(--partial writes the partial scores, marked so)."
+            f"Those notebooks' scores are left empty, marked '{SheetStatus.NEEDS}', in every file "
+            "written (--partial writes the partial scores, marked so)."
         )
     return "\n".join(lines)
 
@@ -95,7 +95,7 @@ def mark_page(page: Path, name: str, ids: list[str], partial: bool) -> None:
         banner = BANNER.format(title="Partial score.", text=PARTIAL_TEXT.format(ids=said))
     else:
         banner = BANNER.format(title="Not graded yet.", text=WAITING_TEXT.format(ids=said))
-        blank = f"Score: {NEEDS} /"
+        blank = f"Score: {SheetStatus.NEEDS} /"
         text = re.sub(rf"(<h4>{re.escape(name)} \(){SCORE}", rf"\g<1>{blank}", text, count=1)
         for grade_id in ids:
             anchor = re.escape(f'href="#{grade_id}"') + r"[^\n]*?\(" + SCORE

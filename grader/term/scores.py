@@ -33,7 +33,9 @@ def autograde(course: Path, students=None, notebooks=None, **engine_options) -> 
     term(course)
     isolated = engine.isolation(engine_options.get("sandboxed", True))
     try:
-        outcomes = engine.grade(course, students=students, notebooks=notebooks, **engine_options)
+        outcomes = engine.grade(
+            Layout(course), students=students, notebooks=notebooks, **engine_options
+        )
     except engine.Interrupted as stop:
         settle(course, stop.outcomes)
         term_log.append(course, "autograde, interrupted", f"{summary(stop.outcomes)}\n\n{stop}")
@@ -63,8 +65,9 @@ def summary(outcomes: list[Outcome]) -> str:
     last run's scores kept: nothing their job sees had changed) or could not be graded."""
     n = Counter(o.status for o in outcomes)
     return (
-        f"{len(outcomes)} notebooks: {n['graded']} graded, {n['unchanged']} reused from their last "
-        f"run (unchanged), {n['quarantined']} quarantined, {n['failed']} failed"
+        f"{len(outcomes)} notebooks: {n[Status.GRADED]} graded, {n[Status.UNCHANGED]} reused "
+        f"from their last run (unchanged), {n[Status.QUARANTINED]} quarantined, "
+        f"{n[Status.FAILED]} failed"
     )
 
 

@@ -1,7 +1,7 @@
 """Bug zoo of notebook 04 (training): Exercise 4, the metrics (loss in nats, perplexity, bits per
 character). Also the F.cross_entropy mistakes students bring from other courses."""
 
-from zoo import Exercise, Mistake, Right
+from maintainer.zoo import Exercise, Mistake, Right
 
 EX4 = Exercise("04_training", "ex4_metrics", "ex4_check", (), 2)
 

@@ -4,11 +4,11 @@ code however the call is reached, and its message says so and names the line of 
 the watch off is a mistake of its own. Honest answers that resemble the ready-made ones (the
 student's own helpers, other courses' idioms) keep full marks."""
 
-from zoo import Mistake, Right
-from zoo_nb01 import EX1, OWN_A
-from zoo_nb02 import EX2
-from zoo_nb03 import EX3
-from zoo_nb06 import EX6A, EX6B, MERGE, SPLIT
+from maintainer.zoo import Mistake, Right
+from maintainer.zoo.nb01 import EX1, OWN_A
+from maintainer.zoo.nb02 import EX2
+from maintainer.zoo.nb03 import EX3
+from maintainer.zoo.nb06 import EX6A, EX6B, MERGE, SPLIT
 
 # What the message of a delegated answer holds: what it hands the work to, and the line.
 HANDED = ("hands the work to", "line")

@@ -6,7 +6,7 @@ MyBlock's __init__ builds a MyMultiHeadAttention, so Challenge B first runs the 
 Challenge A; its checkpoint then swaps in the package's attention layer, so only the block is
 judged."""
 
-from zoo import Exercise, Mistake, Right
+from maintainer.zoo import Exercise, Mistake, Right
 
 STEM = "06_stretch"
 EX6A = Exercise(STEM, "ex6a_multi_head", "ex6a_check", (), 2)

@@ -4,9 +4,9 @@ other courses (the Annotated Transformer, nanoGPT) and one case for each code th
 reach (see test_codes.py)."""
 
 import torch.nn as nn
-from zoo import Exercise, Mistake, Right
 
 import transformer_lab as tl
+from maintainer.zoo import Exercise, Mistake, Right
 
 # Exercise 0's checkpoint prints one ✅.
 EX0 = Exercise("01_attention", "ex0_read_the_model", "ex0_check", (), 1)

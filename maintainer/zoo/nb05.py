@@ -1,6 +1,6 @@
 """Bug zoo of notebook 05 (heads): Exercise 5, mean_attention_distance."""
 
-from zoo import Exercise, Mistake, Right
+from maintainer.zoo import Exercise, Mistake, Right
 
 EX5 = Exercise("05_heads", "ex5_mean_distance", "ex5_check", (), 2)
 

@@ -1,7 +1,7 @@
 """Bug zoo of notebook 03 (positions): Exercise 3, embed_with_positions. Also the sinusoidal
 positions students bring from the Annotated Transformer."""
 
-from zoo import Exercise, Mistake, Right
+from maintainer.zoo import Exercise, Mistake, Right
 
 EX3 = Exercise("03_positions", "ex3_embed", "ex3_check", (), 2)
 

@@ -1,19 +1,19 @@
-"""The bug zoo's vocabulary, shared by its tables (tests/zoo_*.py, one per notebook and one for
-delegated answers) and its one harness (tests/test_bugzoo.py).
+"""The bug zoo: the usual mistakes and the right variants of every exercise, as data. Its tables
+are this package's modules (nb01 .. nb06, one per notebook; integrity, the answers that delegate
+to a ready-made implementation and honest ones that look like them); its one harness is
+tests/test_bugzoo.py, and maintainer/copy_corpus.py takes its right answers as honest students.
+This module is their vocabulary.
 
 An Exercise names a solution notebook's exercise cell and its checkpoint cell, the cells that must
 run before it and how many ✅ a right answer prints; its name (the prefix of its mistake codes)
 is its checkpoint's grade id without `_check`. A Mistake is a body injected into the exercise that
 the checkpoint must fail with `code` and a message that holds every diagnosis fragment; a Right is
-a body that must keep full marks. The zoo_*.py modules are data: pytest does not collect them
-(their names do not start with test_).
+a body that must keep full marks.
 """
 
 from __future__ import annotations
 
 from typing import NamedTuple
-
-from notebook_harness import run_exercise
 
 
 class Exercise(NamedTuple):
@@ -40,11 +40,6 @@ class Mistake(NamedTuple):
 class Right(NamedTuple):
     exercise: Exercise
     body: str
-
-
-def run(exercise: Exercise, body: str | None = None) -> dict:
-    """Run the exercise (its solution when body is None) and its checkpoint."""
-    return run_exercise(exercise.stem, exercise.cell, exercise.check, body, before=exercise.before)
 
 
 def fragments(mistake: Mistake) -> tuple[str, ...]:

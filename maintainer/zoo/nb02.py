@@ -1,7 +1,7 @@
 """Bug zoo of notebook 02 (causal mask): Exercise 2, causal_mask. A right answer gets three ✅:
 the visible checks, the leak test and the hidden tests."""
 
-from zoo import Exercise, Mistake, Right
+from maintainer.zoo import Exercise, Mistake, Right
 
 EX2 = Exercise("02_causal_mask", "ex2_causal_mask", "ex2_check", (), 3)
 
