@@ -29,7 +29,6 @@ from .course import (
     COURSE_ENV,
     GradingError,
     Layout,
-    assignments,
     cell_timeout,
     nbgrader,
     nbgrader_api,
@@ -40,9 +39,10 @@ from .term import scores
 
 
 def feedback(course: Path) -> None:
-    api = nbgrader_api(course)
-    for name in assignments(course):
-        if any(a == name for _, a, _ in Layout(course).students_notebooks("autograded")):
+    api, layout = nbgrader_api(course), Layout(course)
+    graded = {a for _, a, _ in layout.students_notebooks("autograded")}
+    for name in layout.assignments():
+        if name in graded:
             result = api.generate_feedback(name, force=True)
             if not result["success"]:
                 raise GradingError(f"feedback for {name} failed:\n{result['error']}")

@@ -71,6 +71,26 @@ class Layout:
     def settings(self) -> Path:
         return self.root / COURSE_FILE
 
+    @property
+    def db_url(self) -> str:
+        """The gradebook as nbgrader's Gradebook and preprocessors open it."""
+        return f"sqlite:///{self.gradebook.resolve()}"
+
+    def released(self) -> list[str]:
+        """The released assignments (one notebook each), in course order; [] before a release."""
+        release = self.step("release")
+        return sorted(p.name for p in release.glob("*") if (p / f"{p.name}.ipynb").is_file())
+
+    def assignments(self) -> list[str]:
+        """The released assignments, in course order; an error that says what to do before any."""
+        names = self.released()
+        if not names:
+            raise GradingError(f"nothing is released in {self.step('release')}: run `make release`")
+        return names
+
+    def release_notebook(self, assignment: str) -> nbformat.NotebookNode:
+        return nbformat.read(self.notebook("release", assignment), 4)
+
     def report(self, name: str) -> Path:
         return self.step("reports") / name
 
@@ -106,35 +126,6 @@ class Layout:
 
 COURSE_STEPS = ("source", "release")  # hold the course's notebooks
 STEPS = (*COURSE_STEPS, "publish", "collected", "submitted", "autograded", "feedback", "reports")
-
-
-def db_url(course: Path | Layout) -> str:
-    return f"sqlite:///{Layout.of(course).gradebook.resolve()}"
-
-
-def released(course: Path | Layout) -> list[str]:
-    """The released assignments (one notebook each), in course order; [] before a release."""
-    release = Layout.of(course).step("release")
-    return sorted(p.name for p in release.glob("*") if (p / f"{p.name}.ipynb").is_file())
-
-
-def assignments(course: Path | Layout) -> list[str]:
-    """The released assignments, in course order; an error that says what to do before any."""
-    names = released(course)
-    if not names:
-        where = Layout.of(course).step("release")
-        raise GradingError(f"nothing is released in {where}: run `make release`")
-    return names
-
-
-def release_notebook(course: Path | Layout, assignment: str) -> nbformat.NotebookNode:
-    return nbformat.read(Layout.of(course).notebook("release", assignment), 4)
-
-
-def points(course: Path, assignment: str) -> float:
-    """The notebook's maximum: the points of the release's graded cells, everywhere the same."""
-    cells = release_notebook(course, assignment).cells
-    return float(sum(c.metadata.get("nbgrader", {}).get("points", 0) for c in cells))
 
 
 @functools.cache

@@ -14,7 +14,7 @@ import nbformat
 import pytest
 
 from checkpoints.results import MIME, Result
-from grader.course import release_notebook
+from grader.course import Layout
 from grader.term.class_report import NAMED, class_report
 from grader.term.roster import import_roster
 from maintainer.fabricated_class import release
@@ -29,7 +29,7 @@ CLASS = {"ann": None, "bob": NO_SQRT, "cyd": NO_SQRT, "dee": NOT_DONE}
 def executed(course: Path, failure: tuple[str, str] | None) -> nbformat.NotebookNode:
     """The release as autograde leaves it: each check cell printed a tick, or, in ex1_check,
     left `failure` as data and raised."""
-    nb = release_notebook(course, NB)
+    nb = Layout(course).release_notebook(NB)
     for cell in nb.cells:
         grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
         if not cell.metadata.get("nbgrader", {}).get("grade"):

@@ -16,9 +16,9 @@ import pytest
 from conftest import executing
 from nbgrader.api import Gradebook
 
-from grader.course import GradingError, db_url, points
+from grader.course import GradingError, Layout
 from grader.engine import autograde as engine
-from grader.term import collect, collected, deadlines
+from grader.term import collect, collected, deadlines, settings
 from grader.term.scores import autograde
 from maintainer.fabricated_class import canvas_name, canvas_zip, release
 from maintainer.notebook_build import SOLUTION_MARKERS
@@ -107,7 +107,7 @@ def test_a_late_notebook_gets_the_penalty_in_the_gradebook(course, graded):
     assert deadlines.lateness(course, "late", NAME) == (90060.0, 2.0)
     assert deadlines.lateness(course, "ontime", NAME) == (0.0, 0.0)
     assert deadlines.lateness(course, "nobody", NAME) == (0.0, 0.0)
-    with Gradebook(db_url(course)) as gb:
+    with Gradebook(Layout(course).db_url) as gb:
         assert gb.find_assignment(NAME).duedate == DUE
         late = gb.find_submission(NAME, "late")
         assert late.timestamp == datetime(*LATE)
@@ -128,7 +128,7 @@ def test_an_extension_makes_it_on_time(course, graded):
         assert graded[student].score == 4
         assert graded[student].late_penalty == 0 and graded[student].seconds_late == 0
         assert deadlines.lateness(course, student, NAME) == (0.0, 0.0)
-    with Gradebook(db_url(course)) as gb:
+    with Gradebook(Layout(course).db_url) as gb:
         assert gb.find_submission(NAME, "ext_days").extension == timedelta(days=2)
         # 02:00 at +01:00 is 01:00 UTC on the 17th: handed in at exactly the new due date
         assert gb.find_submission(NAME, "ext_date").extension == timedelta(
@@ -153,10 +153,10 @@ def test_a_changed_policy_applies_without_grading_again(course, graded):
 def test_the_course_says_which_notebooks_are_assigned_and_extra(course, tmp_path):
     copy = tmp_path / "course"
     (copy / "release").mkdir(parents=True)
-    for name in deadlines.assignments(course):
+    for name in Layout(course).assignments():
         (copy / "release" / name).symlink_to(course / "release" / name)
     # By default every released notebook, the optional challenge as extra credit.
-    assert deadlines.assigned(copy) == deadlines.assignments(course)
+    assert deadlines.assigned(copy) == Layout(course).assignments()
     assert deadlines.extra_credit(copy) == ["06_stretch"]
     (copy / "course.toml").write_text(
         'assigned = ["04_training", "01_attention", "06_stretch"]\nextra_credit = []\n\n'
@@ -168,7 +168,8 @@ def test_the_course_says_which_notebooks_are_assigned_and_extra(course, tmp_path
     assert [nb.due for nb in deadlines.notebooks(copy, before)] == [True, False, True]
     assert [nb.due for nb in deadlines.notebooks(copy, after)] == [True, True, True]
     assert [(nb.name, nb.out_of) for nb in deadlines.notebooks(copy)] == [
-        (name, points(course, name)) for name in ("01_attention", "04_training", "06_stretch")
+        (name, settings.term(course).points[name])
+        for name in ("01_attention", "04_training", "06_stretch")
     ]
     (copy / "course.toml").write_text('assigned = ["01_attention"]\nextra_credit = ["05_head"]\n')
     with pytest.raises(GradingError, match="extra_credit names 05_head, not released"):
@@ -212,7 +213,7 @@ def test_a_canvas_zip_as_canvas_builds_it_costs_no_one_points(tmp_path):
         ("stonebob", 4, 0, 0),
     ]
     assert deadlines.lateness(course, "stonebob", NAME) == (0.0, 0.0)
-    with Gradebook(db_url(course)) as gb:
+    with Gradebook(Layout(course).db_url) as gb:
         assert gb.find_submission(NAME, "stonebob").timestamp is None
     assert collected.lms_late(course, "stonebob", NAME) is True
     assert collected.lms_late(course, "archeralice", NAME) is False

@@ -22,7 +22,7 @@ import pytest
 from conftest import executing
 from paths import ROOT
 
-from grader.course import GRADER, _scripts_on_path, db_url
+from grader.course import GRADER, Layout, _scripts_on_path
 from grader.engine import autograde as engine
 from grader.term import collect
 from grader.term.formgrader import MANUAL, free_port, server_command, urls
@@ -107,7 +107,7 @@ def browser():
 def _manual_score(course: Path) -> float | None:
     from nbgrader.api import Gradebook
 
-    with Gradebook(db_url(course)) as gb:
+    with Gradebook(Layout(course).db_url) as gb:
         notebook = gb.find_submission_notebook(MANUAL, MANUAL, "ada")
         return notebook.grades[
             [g.name for g in notebook.grades].index("ex4_prediction")

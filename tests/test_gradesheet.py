@@ -29,9 +29,9 @@ import pytest
 from conftest import executing
 from paths import ROOT
 
-from grader.course import db_url, points
+from grader.course import Layout
 from grader.engine import autograde as engine
-from grader.term import deadlines, gradesheet
+from grader.term import deadlines, gradesheet, settings
 from grader.term import scores as grading
 from grader.term.roster import import_roster
 from maintainer.fabricated_class import cell_of, perfect, release, untouched, write
@@ -53,7 +53,7 @@ def enrol(course: Path) -> None:
     """The roster, as nbgrader keeps it: Student records with names and emails."""
     from nbgrader.api import Gradebook
 
-    with Gradebook(db_url(course)) as gb:
+    with Gradebook(Layout(course).db_url) as gb:
         for student, (first, last, email) in ROSTER.items():
             gb.update_or_create_student(student, first_name=first, last_name=last, email=email)
         gb.update_or_create_student("alice", lms_user_id="12345")  # Canvas's id, where known
@@ -96,7 +96,7 @@ def sheet(course: Path, name: str = "gradesheet.csv") -> dict[str, dict]:
 def core_points(course: Path) -> float:
     """The maximum of a total: every released notebook but the optional challenge, 06."""
     names = [p.name for p in sorted((course / "release").iterdir())]
-    return sum(points(course, name) for name in names if name != "06_stretch")
+    return sum(settings.term(course).points[name] for name in names if name != "06_stretch")
 
 
 def test_one_row_per_student_with_roster_names_statuses_and_totals(course):
@@ -126,7 +126,7 @@ def test_the_optional_challenge_is_extra_credit(course, tmp_path, monkeypatch):
     rows = sheet(course)
     eve = rows["eve"]
     assert (eve["06_stretch_extra_credit"], eve["06_stretch_status"]) == ("", "skipped")
-    every = sum(points(course, n) for n in deadlines.assigned(course))
+    every = sum(settings.term(course).points[n] for n in deadlines.assigned(course))
     assert float(rows["alice"]["out_of"]) == core_points(course) < every
     copy = Path(shutil.copytree(course, tmp_path / "course"))
     write(
@@ -134,7 +134,7 @@ def test_the_optional_challenge_is_extra_credit(course, tmp_path, monkeypatch):
     )
     monkeypatch.setattr(engine, "run_job", executing())  # the solution's run: every check passes
     (graded,) = grading.autograde(copy, students=["eve"], notebooks=["06_stretch"], **LIMITS)
-    assert graded.score == points(copy, "06_stretch") == 4
+    assert graded.score == settings.term(copy).points["06_stretch"] == 4
     eve = {row.id: row for row in gradesheet.rows(copy)[0]}["eve"]
     assert (eve.marks["06_stretch"].score, eve.marks["06_stretch"].status) == (4, "graded")
     assert eve.total() == 4  # 4 over a maximum of the core's points: extra
@@ -147,7 +147,8 @@ def test_canvas_import_shape(course):
     assert lines[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", *columns]
     assert lines[1][0].strip() == "Points Possible" and lines[1][1:4] == [""] * 3
     assert lines[1][4] == gradesheet.NO_PENALTIES  # nobody was late
-    assert lines[1][5:] == [f"{points(course, n) * (n != '06_stretch'):g}" for n in names]
+    points = settings.term(course).points
+    assert lines[1][5:] == [f"{points[n] * (n != '06_stretch'):g}" for n in names]
     assert lines[1][-1] == "0"  # Canvas's way of saying extra credit
     by_sis = {line[2]: line for line in lines[2:]}
     assert list(by_sis) == ["alice", "bob", "carol", "dave", "eve"]
@@ -176,14 +177,14 @@ def test_only_the_assigned_notebooks_count_and_none_is_missing_before_its_due_da
     header = next(csv.reader((copy / "reports" / "gradesheet.csv").open()))
     assert [h.removesuffix("_score") for h in header if h.endswith("_score")] == assigned
     rows = sheet(copy)
-    out_of = sum(points(copy, n) for n in assigned)
+    out_of = sum(settings.term(copy).points[n] for n in assigned)
     assert {r["out_of"] for r in rows.values()} == {f"{out_of:g}"} != {f"{core_points(copy):g}"}
     eve = rows["eve"]
     assert [eve[f"{n}_status"] for n in assigned] == ["missing", "missing", "not due"]
     assert [eve[f"{n}_score"] for n in assigned] == ["0", "0", ""]
     canvas = list(csv.reader((copy / "reports" / "canvas_import.csv").open()))
     assert canvas[0][5:] == assigned
-    assert canvas[1][5:] == [f"{points(copy, n):g}" for n in assigned]
+    assert canvas[1][5:] == [f"{settings.term(copy).points[n]:g}" for n in assigned]
     grades = list(csv.DictReader((copy / "reports" / "grades.csv").open()))
     assert sorted({g["assignment"] for g in grades}) == assigned
     (eve_04,) = [g for g in grades if (g["student_id"], g["assignment"]) == ("eve", "04_training")]
@@ -191,7 +192,7 @@ def test_only_the_assigned_notebooks_count_and_none_is_missing_before_its_due_da
     (copy / "course.toml").write_text('assigned = ["01_attention", "07_rnn"]\n')
     done = subprocess.run([*CLI, str(copy), "export"], cwd=ROOT, capture_output=True, text=True)
     assert done.returncode == 1
-    released = ", ".join(deadlines.assignments(copy))
+    released = ", ".join(Layout(copy).assignments())
     assert done.stderr.strip().endswith(
         f"course.toml: assigned names 07_rnn, not released (released: {released})"
     )
@@ -334,7 +335,7 @@ def grade_by_hand(course: Path, *students: str) -> None:
     """The formgrader's save of a point for the prediction, through nbgrader's gradebook API."""
     from nbgrader.api import Gradebook
 
-    with Gradebook(db_url(course)) as gb:
+    with Gradebook(Layout(course).db_url) as gb:
         for student in students:
             grade = gb.find_grade(PREDICTION, WRITTEN, WRITTEN, student)
             grade.manual_score, grade.needs_manual_grade = 1, False
@@ -422,7 +423,7 @@ def test_a_hand_grade_entered_makes_the_number(waiting, tmp_path):
     # ada hands in a changed answer: nbgrader keeps her point and asks for a second look.
     from nbgrader.api import Gradebook
 
-    with Gradebook(db_url(course)) as gb:
+    with Gradebook(Layout(course).db_url) as gb:
         gb.find_grade(PREDICTION, WRITTEN, WRITTEN, "ada").needs_manual_grade = True
         gb.db.commit()
     assert "  04_training: ada (Ada Lovelace)\n" in cli(course, "export")

@@ -12,7 +12,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from grader.course import release_notebook
+from grader.course import Layout
 from grader.engine import preflight
 from maintainer.fabricated_class import colab_shaped, fabricate, perfect, release
 
@@ -43,7 +43,7 @@ def graded_cells(nb: nbformat.NotebookNode) -> list[tuple[str, str]]:
 
 
 def checked(course: Path, raw: bytes) -> preflight.Preflight:
-    return preflight.preflight(raw, release_notebook(course, NB))
+    return preflight.preflight(raw, Layout(course).release_notebook(NB))
 
 
 @pytest.mark.parametrize("student", ["perfect", "untouched", "workshop", "edited"])
@@ -52,13 +52,13 @@ def test_a_notebook_with_every_graded_cell_in_place_needs_no_repair(course, down
     release's source back when it sanitizes."""
     result = checked(course, (downloads / student / f"{NB}.ipynb").read_bytes())
     assert (result.repairs, result.quarantined) == ([], None)
-    assert graded_cells(result.notebook) == graded_cells(release_notebook(course, NB))
+    assert graded_cells(result.notebook) == graded_cells(Layout(course).release_notebook(NB))
 
 
 def test_colabs_download_needs_no_repair(course):
     result = checked(course, json.dumps(colab_shaped(perfect(course, NB))).encode())
     assert (result.repairs, result.quarantined) == ([], None)
-    assert graded_cells(result.notebook) == graded_cells(release_notebook(course, NB))
+    assert graded_cells(result.notebook) == graded_cells(Layout(course).release_notebook(NB))
 
 
 METADATA_RESTORED = [
@@ -82,7 +82,7 @@ def test_each_damaged_notebook_is_repaired_and_says_how(course, downloads, stude
     assert result.quarantined is None
     assert result.repairs == REPAIRS[student]
     # Every graded cell once, in the release's order, as code where the release has code.
-    assert graded_cells(result.notebook) == graded_cells(release_notebook(course, NB))
+    assert graded_cells(result.notebook) == graded_cells(Layout(course).release_notebook(NB))
     tags = {t for c in result.notebook.cells for t in c.metadata.get("tags", [])}
     assert not tags & preflight.SKIP_TAGS
 

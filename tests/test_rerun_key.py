@@ -14,7 +14,7 @@ import pytest
 from conftest import checkout_copy
 from paths import ROOT
 
-from grader.course import Layout, assignments, release_notebook
+from grader.course import Layout
 from grader.engine import rerun_key
 
 NOTEBOOKS = (
@@ -112,8 +112,9 @@ EDITS = {
 
 
 def _digests(course: Path, root: Path) -> dict[str, str]:
-    releases = {name: release_notebook(course, name) for name in assignments(course)}
-    return rerun_key.digests(Layout(course), releases, root)
+    layout = Layout(course)
+    releases = {name: layout.release_notebook(name) for name in layout.assignments()}
+    return rerun_key.digests(layout, releases, root)
 
 
 def _regraded(before: dict[str, str], after: dict[str, str]) -> set[str]:
@@ -121,7 +122,7 @@ def _regraded(before: dict[str, str], after: dict[str, str]) -> set[str]:
 
 
 def test_the_course_has_the_notebooks_named_here(released):
-    assert tuple(assignments(released)) == NOTEBOOKS
+    assert tuple(Layout(released).assignments()) == NOTEBOOKS
 
 
 @pytest.mark.parametrize("what", EDITS)
@@ -160,7 +161,7 @@ def test_each_notebook_keys_on_its_own_checks_and_the_shared_ones(released):
         "06_stretch": {"stretch.py", "stretch_hidden.py", "leak.py", "yours.py"},
     }
     for name in NOTEBOOKS:
-        code = rerun_key._code(release_notebook(released, name))
+        code = rerun_key._code(Layout(released).release_notebook(name))
         read = {path.name for path in rerun_key.checks_read(code, ROOT)}
         assert read == shared | own[name], name
 

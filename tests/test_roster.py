@@ -14,7 +14,7 @@ from nbgrader.api import Gradebook
 from paths import ROOT
 
 from grader.__main__ import main
-from grader.course import GradingError, db_url
+from grader.course import GradingError, Layout
 from grader.term import collect, collected, gradesheet
 from grader.term.roster import ROSTER_FILE, import_roster, read_csv
 
@@ -75,7 +75,7 @@ def roster(course: Path, tmp_path: Path, text: str = ROSTER) -> None:
 
 def test_the_roster_goes_into_the_gradebook(course, tmp_path):
     roster(course, tmp_path)
-    with Gradebook(db_url(course)) as gb:
+    with Gradebook(Layout(course).db_url) as gb:
         students = {s.id: s for s in gb.students}
         assert sorted(students) == sorted(line.split(",")[0] for line in ROSTER.split()[1:])
         assert students["smithj"].lms_user_id == "12345"
@@ -83,7 +83,7 @@ def test_the_roster_goes_into_the_gradebook(course, tmp_path):
         assert students["alice"].lms_user_id is None  # an empty cell, as nbgrader imports it
     # Loaded again with a change: updated, not doubled.
     roster(course, tmp_path, ROSTER.replace("alice@example.edu", "alice@new.edu"))
-    with Gradebook(db_url(course)) as gb:
+    with Gradebook(Layout(course).db_url) as gb:
         assert gb.find_student("alice").email == "alice@new.edu"
         assert len(gb.students) == 8
 
@@ -114,7 +114,7 @@ John,Smith,m-0043,,,john@example.edu,-
 
 def test_a_canvas_gradebook_export_is_a_roster(course, tmp_path):
     roster(course, tmp_path, CANVAS_EXPORT)
-    with Gradebook(db_url(course)) as gb:
+    with Gradebook(Layout(course).db_url) as gb:
         students = {s.id: (s.first_name, s.last_name, s.email, s.lms_user_id) for s in gb.students}
     # The points row and the test student are no one; SIS User ID is the id by default.
     assert students == {
@@ -133,7 +133,7 @@ def test_a_canvas_export_with_a_manually_posted_assignment_is_a_roster(course, t
     lines.insert(1, ",,,,,Manual Posting,\n")
     roster(course, tmp_path, "".join(lines))
     assert capsys.readouterr().out.startswith("2 students on the roster (2 new)")
-    with Gradebook(db_url(course)) as gb:
+    with Gradebook(Layout(course).db_url) as gb:
         assert sorted(s.id for s in gb.students) == ["S001", "S002"]
 
 
@@ -212,7 +212,7 @@ def test_lms_names_go_to_the_students_on_the_roster(course, tmp_path, capsys):
     # Nobody off the roster got a folder, and the gradebook has no one new.
     on_roster = {line.split(",")[0] for line in ROSTER.split()[1:]}
     assert {p.name for p in (course / "submitted").iterdir()} <= on_roster
-    with Gradebook(db_url(course)) as gb:
+    with Gradebook(Layout(course).db_url) as gb:
         assert {s.id for s in gb.students} == on_roster
     text = (course / "reports" / "collect.md").read_text()
     assert "'mallory_01_attention' does not start with an id on the roster" in text

@@ -21,7 +21,7 @@ from conftest import checkout_copy
 from nbformat.v4 import new_code_cell, new_notebook
 from paths import ROOT
 
-from grader.course import GradingError, db_url
+from grader.course import GradingError, Layout
 from grader.engine import sandbox, supervisor
 from grader.engine.autograde import job_command
 from grader.engine.job import CELL_OUTPUT_CAP, NOTEBOOK_OUTPUT_CAP
@@ -191,7 +191,7 @@ def _grades(course: Path, students: list[str]) -> list:
     """Every grade of these students' 01_attention, as the gradebook holds it."""
     from nbgrader.api import Gradebook
 
-    with Gradebook(db_url(course)) as gb:
+    with Gradebook(Layout(course).db_url) as gb:
         return [
             (student, grade.name, grade.score)
             for student in students

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.course import db_url
+from grader.course import Layout
 from grader.outcome import COPY, Flag, Outcome
 from grader.outcome import REVIEW as REVIEW_KIND
 from grader.term import deadlines, scores
@@ -255,7 +255,7 @@ def gradebook(course, monkeypatch) -> Path:
         "[due]\n01_attention = 2027-01-15T23:59:00+00:00\n\n"
         '[late]\npenalty = "percent_per_day"\npercent_per_day = 25\n'
     )
-    with Gradebook(db_url(course)) as gb:
+    with Gradebook(Layout(course).db_url) as gb:
         gb.add_assignment("01_attention")
         gb.add_notebook("01_attention", "01_attention")
         gb.add_grade_cell("ex1", "01_attention", "01_attention", max_score=4, cell_type="code")

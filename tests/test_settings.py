@@ -8,6 +8,7 @@ import shutil
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import nbformat
 import pytest
 
 from grader.course import GradingError
@@ -102,7 +103,7 @@ def test_a_bad_course_toml_stops_autograde_before_any_job(released, tmp_path, mo
 def test_the_term_is_read_again_only_when_course_toml_changes(tmp_path, monkeypatch):
     for name in RELEASED:
         (tmp_path / "release" / name).mkdir(parents=True)
-        (tmp_path / "release" / name / f"{name}.ipynb").write_text("{}")
+        nbformat.write(nbformat.v4.new_notebook(), tmp_path / "release" / name / f"{name}.ipynb")
     (tmp_path / "course.toml").write_text('timezone = "UTC"\n')
     reads = []
     read = settings.read

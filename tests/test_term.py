@@ -16,7 +16,7 @@ from conftest import executing
 from paths import ROOT
 
 from grader import course as course_module
-from grader.course import db_url, nbgrader_api, nbgrader_config
+from grader.course import Layout, nbgrader_api, nbgrader_config
 from grader.engine import sandbox
 from grader.term.formgrader import MANUAL, SandboxOnly
 from maintainer import notebook_build
@@ -177,7 +177,7 @@ PREDICTION = "The LSTM: it is smaller and its recurrence suits characters at thi
 def _grades(course: Path, student: str) -> dict[str, tuple]:
     from nbgrader.api import Gradebook
 
-    with Gradebook(db_url(course)) as gb:
+    with Gradebook(Layout(course).db_url) as gb:
         notebook = gb.find_submission_notebook(MANUAL, MANUAL, student)
         return {g.name: (g.manual_score, bool(g.needs_manual_grade)) for g in notebook.grades}
 
@@ -203,7 +203,7 @@ def test_a_hand_grade_is_asked_for_again_when_the_answer_changes(tmp_path, monke
     (first,) = autograde(course, progress=False, sandboxed=False)
     assert first.status == "graded" and first.needs_manual == 1
 
-    with Gradebook(db_url(course)) as gb:  # the formgrader's save, by nbgrader's API
+    with Gradebook(Layout(course).db_url) as gb:  # the formgrader's save, by nbgrader's API
         grade = gb.find_grade("ex4_prediction", MANUAL, MANUAL, "ada")
         grade.manual_score, grade.needs_manual_grade = 1, False
         gb.db.commit()

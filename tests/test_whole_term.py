@@ -19,7 +19,7 @@ import pytest
 from nbgrader.api import Gradebook
 from paths import ROOT
 
-from grader.course import db_url
+from grader.course import Layout
 from grader.engine import sandbox
 from maintainer.fabricated_class import canvas_name, canvas_zip, perfect, release, untouched
 
@@ -60,7 +60,7 @@ def grader(course: Path, *args: str) -> str:
 
 
 def needs_manual(course: Path, student: str) -> list[str]:
-    with Gradebook(db_url(course)) as gb:
+    with Gradebook(Layout(course).db_url) as gb:
         notebook = gb.find_submission_notebook("04_training", "04_training", student)
         return [g.name for g in notebook.grades if g.needs_manual_grade]
 
@@ -189,7 +189,7 @@ def test_the_terms_log_has_every_step(term):
 def test_a_hand_grade_survives_a_rerun_and_the_sheet_has_every_student(term):
     course, _ = term
     assert needs_manual(course, "alice") == ["ex4_prediction"]
-    with Gradebook(db_url(course)) as gb:
+    with Gradebook(Layout(course).db_url) as gb:
         grade = gb.find_grade("ex4_prediction", "04_training", "04_training", "alice")
         grade.manual_score, grade.needs_manual_grade = 1, False
         gb.db.commit()

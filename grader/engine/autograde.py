@@ -36,15 +36,7 @@ import nbformat
 from sqlalchemy.exc import SAWarning
 from tqdm.auto import tqdm
 
-from ..course import (
-    MEMORY_GB,
-    TRAINING_NOTEBOOK,
-    GradingError,
-    Layout,
-    assignments,
-    db_url,
-    release_notebook,
-)
+from ..course import MEMORY_GB, TRAINING_NOTEBOOK, GradingError, Layout
 from ..course import cell_timeout as default_cell_timeout
 from ..ctrl_c import ctrl_c_waits
 from ..outcome import SCORED, Outcome, Status
@@ -59,7 +51,7 @@ QUIET.setLevel(logging.ERROR)
 
 
 def submissions(layout: Layout, students=None, notebooks=None) -> list[tuple[str, str, Path]]:
-    names = assignments(layout)
+    names = layout.assignments()
     found = []
     for folder in sorted(layout.step("submitted").glob("*/*")):
         student, assignment = layout.whose(folder)
@@ -74,7 +66,7 @@ def submissions(layout: Layout, students=None, notebooks=None) -> list[tuple[str
 def _resources(layout: Layout, student: str, assignment: str) -> dict:
     return {
         "nbgrader": {
-            "db_url": db_url(layout),
+            "db_url": layout.db_url,
             "assignment": assignment,
             "notebook": assignment,
             "student": student,
@@ -109,7 +101,7 @@ def save_scores(nb, layout: Layout, student: str, assignment: str) -> Outcome:
     from .preprocessors import StderrIsNotFailure
 
     resources = _resources(layout, student, assignment)
-    with Gradebook(db_url(layout)) as gb, warnings.catch_warnings():
+    with Gradebook(layout.db_url) as gb, warnings.catch_warnings():
         # nbgrader's own session handling makes SQLAlchemy warn here; the rows are written.
         warnings.simplefilter("ignore", SAWarning)
         gb.update_or_create_student(student)
@@ -119,7 +111,7 @@ def save_scores(nb, layout: Layout, student: str, assignment: str) -> Outcome:
     out = layout.notebook("autograded", assignment, student)
     out.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(nb, out)
-    with Gradebook(db_url(layout)) as gb:
+    with Gradebook(layout.db_url) as gb:
         notebook = gb.find_submission_notebook(assignment, assignment, student)
         needs = sum(bool(g.needs_manual_grade) for g in notebook.grades)
         return Outcome(
@@ -238,7 +230,7 @@ def grade(
     command = job_command(cell_timeout, memory_gb)
     if sandboxed:
         command = sandbox.command(command, layout.root, corpus)
-    releases = {name: release_notebook(layout, name) for name in assignments(layout)}
+    releases = {name: layout.release_notebook(name) for name in layout.assignments()}
     run = _Run(
         layout,
         releases=releases,
@@ -349,7 +341,7 @@ def saved_scores(executed, layout: Layout, student: str, assignment: str) -> Out
         for cell in executed.cells
         if utils.is_grade(cell)
     }
-    with Gradebook(db_url(layout)) as gb:
+    with Gradebook(layout.db_url) as gb:
         try:
             notebook = gb.find_submission_notebook(assignment, assignment, student)
         except MissingEntry:

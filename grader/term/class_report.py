@@ -30,7 +30,7 @@ import nbformat
 
 from checkpoints import results
 
-from ..course import Layout, db_url
+from ..course import Layout
 from .copies import pairs_report
 from .deadlines import assigned
 from .names import namer
@@ -81,7 +81,7 @@ def _scores(course: Path) -> dict[tuple[str, str, str], tuple[float, float]]:
     from nbgrader.api import Gradebook
 
     found = {}
-    with Gradebook(db_url(course)) as gb:
+    with Gradebook(Layout.of(course).db_url) as gb:
         for assignment in gb.assignments:
             for submission in gb.assignment_submissions(assignment.name):
                 for notebook in submission.notebooks:

@@ -40,7 +40,7 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 from pathlib import Path, PurePosixPath
 
-from ..course import GradingError, Layout, assignments, release_notebook
+from ..course import GradingError, Layout
 from ..engine import preflight
 from . import collected, deadlines, lms_times, term_log
 from .collected import ATTACHMENT, GIVEN, NO_TIME, Kept, Store
@@ -347,8 +347,8 @@ def collect(
     of this batch: an emailed notebook. `times` is the LMS's own record of when each was handed
     in (lms_times.py: Canvas's submissions API as CSV)."""
     course, submissions = Path(course), Path(submissions)
-    names = assignments(course)
-    releases = {name: release_notebook(course, name) for name in names}
+    names = Layout.of(course).assignments()
+    releases = {name: Layout.of(course).release_notebook(name) for name in names}
     naming = Naming.of(course, pattern)
     naming.student = student and _on_roster(student, naming.roster)
     naming.times = times and lms_times.read(Path(times), course, names)

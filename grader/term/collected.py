@@ -34,7 +34,7 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ..course import GradingError, Layout, assignments, release_notebook
+from ..course import GradingError, Layout
 from ..engine import preflight
 from . import deadlines, term_log
 
@@ -243,7 +243,7 @@ def submitted_folder(course: Path, student: str, assignment: str) -> Path:
 
 def _in_submitted(course: Path) -> list[tuple[str, str, Path]]:
     """(student, notebook, path) of each released notebook in submitted/, as autograde sees it."""
-    names = set(assignments(course))
+    names = set(Layout.of(course).assignments())
     found = Layout.of(course).students_notebooks("submitted")
     return [(student, name, path) for student, name, path in found if name in names]
 
@@ -332,7 +332,7 @@ def checker(course: Path):
 
     def broken(raw: bytes, assignment: str) -> str:
         if assignment not in releases:
-            releases[assignment] = release_notebook(course, assignment)
+            releases[assignment] = Layout.of(course).release_notebook(assignment)
         return preflight.preflight(raw, releases[assignment]).quarantined or ""
 
     return broken

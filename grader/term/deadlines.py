@@ -40,8 +40,7 @@ from pathlib import Path
 from nbgrader.plugins import LateSubmissionPlugin
 from traitlets import Float
 
-from ..course import Layout, db_url, nbgrader_config, points
-from ..course import assignments as assignments  # re-exported: what deadlines count from
+from ..course import Layout, nbgrader_config
 from .settings import aware as aware  # re-exported: collect reads its times through it
 from .settings import term
 
@@ -69,7 +68,7 @@ def assigned(course: Path) -> list[str]:
     released notebook."""
     settings = term(course)
     if not settings.released:
-        assignments(course)  # says that nothing is released, and what to do
+        Layout.of(course).assignments()  # says that nothing is released, and what to do
     return list(settings.assigned)
 
 
@@ -102,9 +101,9 @@ class Counted:
 def notebooks(course: Path, now: datetime | None = None) -> list[Counted]:
     """The assigned notebooks, in course order, with what each adds to a total and whether it
     is due yet."""
-    extra = extra_credit(course)
+    extra, points = extra_credit(course), term(course).points
     return [
-        Counted(name, points(course, name), name in extra, is_due(course, name, now))
+        Counted(name, points[name], name in extra, is_due(course, name, now))
         for name in assigned(course)
     ]
 
@@ -180,11 +179,12 @@ def settle(course: Path, student: str, assignment: str, log=None) -> tuple[float
     from nbgrader.api import Gradebook
     from nbgrader.preprocessors import AssignLatePenalties
 
-    with Gradebook(db_url(course)) as gb:
+    gradebook = Layout.of(course).db_url
+    with Gradebook(gradebook) as gb:
         record(gb, course, student, assignment)
     resources = {
         "nbgrader": {
-            "db_url": db_url(course),
+            "db_url": gradebook,
             "assignment": assignment,
             "notebook": assignment,  # one notebook per assignment in this course
             "student": student,
@@ -203,7 +203,7 @@ def lateness(course: Path, student: str, assignment: str) -> tuple[float, float]
 
     if not Layout.of(course).gradebook.is_file():
         return 0.0, 0.0
-    with Gradebook(db_url(course)) as gb:
+    with Gradebook(Layout.of(course).db_url) as gb:
         try:
             submission = gb.find_submission(assignment, student)
         except MissingEntry:

@@ -45,7 +45,7 @@ from pathlib import Path
 from nbgrader.plugins import CsvExportPlugin
 from traitlets import Bool
 
-from ..course import GradingError, Layout, assignments, db_url
+from ..course import GradingError, Layout
 from ..outcome import NOT_GRADED, SheetStatus
 from . import deadlines, hand_grading, roster
 from .hand_grading import waiting
@@ -102,7 +102,7 @@ def gradebook(course: Path, names: list[str]) -> tuple[list, dict]:
     """(students, {(student, notebook): score}) from the gradebook."""
     from nbgrader.api import Gradebook
 
-    with Gradebook(db_url(course)) as gb:
+    with Gradebook(Layout.of(course).db_url) as gb:
         students = [
             (s.id, s.first_name or "", s.last_name or "", s.email or "", s.lms_user_id or "")
             for s in gb.students
@@ -221,7 +221,7 @@ def keep_canvas_columns(course: Path, export: Path) -> list[str]:
     (7001)", "06_stretch (extra credit) (7006)": the name our first import gave, then Canvas's
     id), kept in CANVAS_IDS as Canvas wrote them; returns them. Canvas's other columns (scores,
     totals, other assignments) are left alone."""
-    course, names = Path(course), assignments(course)
+    course, names = Path(course), Layout.of(course).assignments()
     try:
         with Path(export).open(encoding="utf-8-sig", newline="") as f:
             header = next(csv.reader(f), [])

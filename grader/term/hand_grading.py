@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ..course import Layout, db_url
+from ..course import Layout
 from ..outcome import SheetStatus
 from .names import namer
 
@@ -28,7 +28,7 @@ def waiting(course: Path, notebooks: list[str]) -> dict[tuple[str, str], list[st
     from nbgrader.api import Gradebook
 
     found: dict[tuple[str, str], list[str]] = {}
-    with Gradebook(db_url(course)) as gb:
+    with Gradebook(Layout.of(course).db_url) as gb:
         known = {a.name for a in gb.assignments}
         for name in (n for n in notebooks if n in known):
             for submission in gb.assignment_submissions(name):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..course import Layout, db_url
+from ..course import Layout
 from .roster import ROSTER_FILE, read_csv
 
 
@@ -27,7 +27,7 @@ def known(course: Path) -> dict[str, str]:
     if Layout.of(course).gradebook.is_file():  # never create a gradebook just to read names
         from nbgrader.api import Gradebook
 
-        with Gradebook(db_url(course)) as gb:
+        with Gradebook(Layout.of(course).db_url) as gb:
             for s in gb.students:  # the formgrader may have changed a name since the roster
                 login = people.get(s.id, ("", "", ""))[2]
                 people[s.id] = (s.first_name or "", s.last_name or "", login)

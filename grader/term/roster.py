@@ -41,7 +41,7 @@ import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..course import GradingError, Layout, db_url
+from ..course import GradingError, Layout
 from .settings import term
 
 ROSTER_FILE = "roster.csv"
@@ -199,7 +199,7 @@ def import_roster(course: Path, path: Path) -> tuple[int, int]:
             "folder and its gradebook), then `make roster`"
         )
     rows = read_csv(path, course)
-    with Gradebook(db_url(course)) as gb:
+    with Gradebook(Layout.of(course).db_url) as gb:
         known = {s.id for s in gb.students}
         for row in rows:
             fields = {k: v for k, v in row.items() if k in COLUMNS[1:]}

@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from ..course import COURSE_FILE, GradingError, released
+from ..course import COURSE_FILE, GradingError, Layout
 
 # The lecture's optional challenge, "for anyone who finishes the core path early": skipping it
 # must cost nothing, so by default its points are extra credit.
@@ -70,6 +70,8 @@ class Term:
     collect_pattern: re.Pattern | None = None
     time_format: str | None = None  # strptime's, for the pattern's `time` group; None: ISO 8601
     stamped: bool = False  # [collect] stamped: a file's own time is its hand-in time
+    # released notebook -> its maximum: the release's graded cells' points, everywhere the same
+    points: dict[str, float] = field(default_factory=dict)
 
     def extension(self, student: str, assignment: str) -> timedelta | None:
         """Extra time for this student on this notebook."""
@@ -189,8 +191,8 @@ def compile_pattern(pattern: str) -> re.Pattern:
     return compiled
 
 
-def read(text: str, released: tuple[str, ...]) -> Term:
-    """course.toml's text, checked whole, into a Term."""
+def read(text: str, released: tuple[str, ...], points: dict[str, float] | None = None) -> Term:
+    """course.toml's text, checked whole, into a Term; `points`: each released notebook's."""
     try:
         given = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
@@ -217,19 +219,27 @@ def read(text: str, released: tuple[str, ...]) -> Term:
         late=_late(given),
         roster_id=roster_id,
         **_collect(given),
+        points=dict(points or {}),
     )
 
 
 _read: dict[tuple, Term] = {}
 
 
-def term(course: Path) -> Term:
-    """The course's Term: course.toml read and checked once, again only once it or the release
-    changes; a course with no course.toml has every default. Before a release, the notebooks it
-    names are not checked (nothing is assigned yet)."""
-    path = Path(course) / COURSE_FILE
-    text = path.read_text(encoding="utf-8") if path.is_file() else ""
-    key = (str(Path(course).resolve()), text, tuple(released(course)))
+def term(course: Path | Layout) -> Term:
+    """The course's Term: course.toml and the release read and checked once, again only once one
+    of them changes; a course with no course.toml has every default. Before a release, the
+    notebooks it names are not checked (nothing is assigned yet)."""
+    layout = Layout.of(course)
+    text = layout.settings.read_text(encoding="utf-8") if layout.settings.is_file() else ""
+    names = tuple(layout.released())
+    stamps = tuple(layout.notebook("release", name).stat().st_mtime_ns for name in names)
+    key = (str(layout.root.resolve()), text, names, stamps)
     if key not in _read:
-        _read[key] = read(text, key[2])
+        points = {name: _points(layout.release_notebook(name)) for name in names}
+        _read[key] = read(text, names, points)
     return _read[key]
+
+
+def _points(release) -> float:
+    return float(sum(c.metadata.get("nbgrader", {}).get("points", 0) for c in release.cells))

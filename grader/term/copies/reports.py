@@ -11,7 +11,7 @@ from pathlib import Path
 
 import nbformat
 
-from ...course import Layout, release_notebook
+from ...course import Layout
 from ...outcome import COPY, SCORED, Flag
 from .fingerprints import Piece
 from .kinds import CODE, NOTEBOOK, TEXT
@@ -74,7 +74,7 @@ def read_notebooks(course: Path, keys: Iterable[tuple[str, str]]) -> dict:
 
 def class_report_matches(course: Path, keys: Iterable[tuple[str, str]]) -> list[Match]:
     notebooks = read_notebooks(course, keys)
-    releases = {a: release_notebook(course, a) for a in {a for _, a in notebooks}}
+    releases = {a: Layout.of(course).release_notebook(a) for a in {a for _, a in notebooks}}
     return class_matches(class_parts(notebooks, releases))
 
 
@@ -164,7 +164,7 @@ def pairs_report(course: Path) -> list[Path]:
     course = Path(course)
     keys = [(s, a) for s, a, _ in Layout.of(course).students_notebooks("autograded")]
     notebooks = read_notebooks(course, keys)
-    releases = {a: release_notebook(course, a) for a in {a for _, a in notebooks}}
+    releases = {a: Layout.of(course).release_notebook(a) for a in {a for _, a in notebooks}}
     parts = class_parts(notebooks, releases)
     found = class_matches(parts)
     shown = sorted(flagged(found), key=lambda m: (-m.strength, -m.tokens, m.assignment, m.student))
