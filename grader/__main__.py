@@ -30,7 +30,7 @@ from .course import (
     GradingError,
     Layout,
     cell_timeout,
-    nbgrader,
+    export,
     nbgrader_api,
 )
 from .engine import autograde as engine
@@ -237,7 +237,7 @@ def export_command(args: argparse.Namespace, course: Path) -> None:
         print(f"Canvas's columns, kept for canvas_import.csv: {', '.join(kept)}")
     target = (args.to or Layout(course).report("grades.csv")).resolve()
     target.parent.mkdir(parents=True, exist_ok=True)
-    nbgrader(course, "export", f"--to={target}", f"--NbgraderCsv.partial={args.partial}")
+    export(course, target, args.partial)
     print(f"wrote {target}")
     for line in write_gradesheets(course, args.partial):
         print(line)

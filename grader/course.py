@@ -18,7 +18,6 @@ from __future__ import annotations
 import copy
 import functools
 import os
-import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -175,22 +174,18 @@ def release(names: list[str], course: Path) -> None:
             )
 
 
-def nbgrader(course: Path, *args: str) -> None:
-    """Run an nbgrader command on `course` with the course's nbgrader_config.py."""
-    env = _scripts_on_path(dict(os.environ))
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "nbgrader",
-            *args,
-            f"--CourseDirectory.root={Path(course).resolve()}",
-            "--log-level=WARN",
-        ],
-        cwd=GRADER,  # nbgrader reads nbgrader_config.py from the working folder
-        env=env,
-        capture_output=True,
-        text=True,
-    )
-    if done.returncode != 0:
-        raise GradingError(f"nbgrader {args[0]} failed:\n{done.stderr.strip()[-2000:]}")
+def export(course: Path, target: Path, partial: bool) -> None:
+    """`nbgrader export --to=TARGET` with the course's configuration (its plugin writes
+    grades.csv), run in this process as nbgrader_api runs the other commands."""
+    from nbgrader.apps import ExportApp
+
+    api = nbgrader_api(course)
+    config = copy.deepcopy(api.config)
+    config.ExportPlugin.to, config.NbgraderCsv.partial = str(target), partial
+    config.ExportApp.log_level = "WARN"  # as quiet as the other commands
+    app = ExportApp(config=config)
+    app.coursedir = api.coursedir
+    try:
+        app.start()
+    except Exception as err:  # nbgrader's own failure, e.g. a gradebook it cannot read
+        raise GradingError(f"nbgrader export failed: {type(err).__name__}: {err}") from err
