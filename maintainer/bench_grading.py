@@ -75,7 +75,7 @@ def run(label: str, course: Path, **kwargs) -> tuple[list, float, float]:
         setattr(grading, name, _timed(fn, name, spent))
     start = time.perf_counter()
     try:
-        outcomes = grading.grade(course, **SETTINGS, **kwargs)
+        outcomes = grading.grade(Layout(course), **SETTINGS, **kwargs)
     finally:
         for name, fn in originals.items():
             setattr(grading, name, fn)

@@ -16,6 +16,7 @@ import nbformat
 import pytest
 from conftest import executing
 
+from grader.course import Layout
 from grader.engine import autograde as grading
 from grader.term.scores import autograde
 from maintainer.fabricated_class import untouched, write
@@ -41,7 +42,7 @@ def no_job(*_):
 
 
 def grade(course: Path, **options):
-    return grading.grade(course, workers=1, progress=False, sandboxed=False, **options)
+    return grading.grade(Layout(course), workers=1, progress=False, sandboxed=False, **options)
 
 
 def test_each_check_scores_what_its_cell_left(course, monkeypatch):

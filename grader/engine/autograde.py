@@ -204,7 +204,7 @@ class _Run:
 
 
 def grade(
-    course: Layout | Path,
+    layout: Layout,
     workers: int = WORKERS,
     cell_timeout: int | None = None,
     notebook_timeout: int = NOTEBOOK_TIMEOUT,
@@ -218,11 +218,9 @@ def grade(
 ) -> list[Outcome]:
     """Grade every submission in the course folder's submitted/ (or these students' and
     notebooks'): the scores go to the gradebook, the executed notebooks to autograded/; each
-    notebook's Outcome, sorted. `course` is its Layout (a path is read as one); every path
-    below is the Layout's."""
+    notebook's Outcome, sorted. Every path below is the course folder's Layout's."""
     from transformer_lab.data import corpus_path
 
-    layout = Layout.of(course)
     cell_timeout = cell_timeout or default_cell_timeout()
     isolated = isolation(sandboxed)
     # The job reads the corpus from this verified copy; a sandboxed job sees no cache or network.
