@@ -347,8 +347,9 @@ def collect(
     of this batch: an emailed notebook. `times` is the LMS's own record of when each was handed
     in (lms_times.py: Canvas's submissions API as CSV)."""
     course, submissions = Path(course), Path(submissions)
-    names = Layout.of(course).assignments()
-    releases = {name: Layout.of(course).release_notebook(name) for name in names}
+    layout = Layout.of(course)
+    names = layout.assignments()
+    releases = {name: layout.release_notebook(name) for name in names}
     naming = Naming.of(course, pattern)
     naming.student = student and _on_roster(student, naming.roster)
     naming.times = times and lms_times.read(Path(times), course, names)
