@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import functools
 import os
@@ -163,9 +164,27 @@ def nbgrader_api(course: Path):
     return NbGraderAPI(CourseDirectory(config=config), config=config)
 
 
+def stamp_new_gradebook(gradebook: Path) -> None:
+    """A new gradebook.db holding only nbgrader's migration head, as nbgrader's Gradebook stamps
+    a new file (and then adds its tables). nbgrader asks `alembic heads` in a second interpreter
+    for the head, some seconds each release; alembic reads it here from the same scripts."""
+    import sqlite3
+
+    import nbgrader
+    from alembic.script import ScriptDirectory
+
+    head = ScriptDirectory(str(Path(nbgrader.__file__).parent / "alembic")).get_current_head()
+    gradebook.parent.mkdir(parents=True, exist_ok=True)
+    with contextlib.closing(sqlite3.connect(gradebook)) as db, db:
+        db.execute("CREATE TABLE alembic_version (version_num VARCHAR(32) NOT NULL)")
+        db.execute("INSERT INTO alembic_version (version_num) VALUES (?)", (head,))
+
+
 def release(names: list[str], course: Path) -> None:
     """The graded release of source/NAME, by nbgrader itself: no solutions, no hidden tests."""
     api = nbgrader_api(course)
+    if not Layout(course).gradebook.exists():
+        stamp_new_gradebook(Layout(course).gradebook)
     for name in names:
         result = api.generate_assignment(name, force=True)
         if not result["success"]:

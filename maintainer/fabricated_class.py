@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import atexit
 import copy
+import fcntl
+import hashlib
 import inspect
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -28,19 +31,40 @@ RELEASE = [sys.executable, "-m", "maintainer.notebook_build", "--no-workshop", "
 
 
 _BUILT: dict[str | None, Path] = {}  # one release per process and publish URL, copied on ask
+# A folder that several processes share their builds in (a test run's workers): the first to
+# ask builds, under a lock, and the others copy.
+SHARED_BUILDS_ENV = "TRANSFORMER_LAB_RELEASE_BUILDS"
 
 
 def release(course: Path, publish_url: str | None = None) -> None:
     """`make release [PUBLISH_URL=...]` into `course`: nbgrader's source, release and the copy
-    to publish, built from solutions/ once per process (a build takes seconds; a copy,
-    milliseconds)."""
+    to publish, built from solutions/ once per process, or once for every process that shares
+    SHARED_BUILDS_ENV (a build takes seconds; a copy, milliseconds)."""
     if publish_url not in _BUILT:
+        _BUILT[publish_url] = _built(publish_url)
+    shutil.copytree(_BUILT[publish_url], course, dirs_exist_ok=True)
+
+
+def _built(publish_url: str | None) -> Path:
+    publish = ["--publish-url", publish_url] if publish_url else []
+    shared = os.environ.get(SHARED_BUILDS_ENV)
+    if not shared:
         built = Path(tempfile.mkdtemp(prefix="tl-release-")) / "course"
         atexit.register(shutil.rmtree, built.parent, True)
-        publish = ["--publish-url", publish_url] if publish_url else []
         subprocess.run([*RELEASE, str(built), *publish], check=True, cwd=ROOT, capture_output=True)
-        _BUILT[publish_url] = built
-    shutil.copytree(_BUILT[publish_url], course, dirs_exist_ok=True)
+        return built
+    built = Path(shared) / hashlib.sha256(repr(publish_url).encode()).hexdigest()[:12] / "course"
+    with open(Path(shared) / "lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, or its process ends
+        if not built.is_dir():
+            partial = built.with_name("building")
+            built.parent.mkdir(parents=True, exist_ok=True)
+            shutil.rmtree(partial, ignore_errors=True)  # left by a build that was killed
+            subprocess.run(
+                [*RELEASE, str(partial), *publish], check=True, cwd=ROOT, capture_output=True
+            )
+            partial.rename(built)
+    return built
 
 
 WRONG_ATTENTION = """def scaled_dot_product_attention(Q, K, V, allowed=None):

@@ -1,5 +1,11 @@
+import contextlib
+import io
 import os
+import shutil
 import signal
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -47,6 +53,21 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
 # so would every process it starts: the Ctrl-C tests need it as a terminal has it.
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def pytest_configure(config):
+    """One release build for the whole run: every worker copies the first one's
+    (maintainer/fabricated_class.py). Set before the workers start, so that they inherit it."""
+    from maintainer.fabricated_class import SHARED_BUILDS_ENV
+
+    if not hasattr(config, "workerinput") and SHARED_BUILDS_ENV not in os.environ:
+        config._release_builds = tempfile.mkdtemp(prefix="tl-release-builds-")
+        os.environ[SHARED_BUILDS_ENV] = config._release_builds
+
+
+def pytest_unconfigure(config):
+    if hasattr(config, "_release_builds"):
+        shutil.rmtree(config._release_builds, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
@@ -123,6 +144,23 @@ def wait_for(condition, seconds: float, what: str, every: float = 0.05):
         assert time.monotonic() < deadline, f"no {what} within {seconds} s"
         time.sleep(every)
     return found
+
+
+def grader_cli(course: Path, *args: str) -> subprocess.CompletedProcess:
+    """`python -m grader --course COURSE ARGS` run in this process, what it printed and its exit
+    status as the shell sees them: the same `main`, without a second interpreter's imports
+    (seconds each). Tests of the command line itself start it as a user does."""
+    from grader.__main__ import main
+
+    out, err, code = io.StringIO(), io.StringIO(), 0
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            main(["--course", str(course), *args])
+        except SystemExit as stop:  # sys.exit(message) prints it and exits 1, as Python does
+            code = stop.code if isinstance(stop.code, int) else 1
+            if isinstance(stop.code, str):
+                print(stop.code, file=sys.stderr)
+    return subprocess.CompletedProcess(["grader", *args], code, out.getvalue(), err.getvalue())
 
 
 def executing(outputs: dict | None = None, seconds: float = 1.5):

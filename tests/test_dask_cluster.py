@@ -139,10 +139,12 @@ class Cluster:
     groups: set[int]  # the process groups of the scheduler and the workers
 
 
-@pytest.fixture
-def cluster(tmp_path):
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
     """A scheduler and two single-threaded workers on 127.0.0.1, started by their command
-    lines from the checkout, each in a session of its own; all killed at the end."""
+    lines from the checkout, each in a session of its own; all killed at the end. One cluster
+    for the file: the lost-worker test leaves one worker, all the Ctrl-C test needs."""
+    tmp_path = tmp_path_factory.mktemp("cluster")
     scratch = tmp_path / "tmp"
     scratch.mkdir()
     marker = uuid.uuid4().hex
@@ -178,7 +180,7 @@ def cluster(tmp_path):
             except ProcessLookupError:
                 pass
             process.wait(timeout=10)
-        assert kill_marked(marks) == [], "processes of the cluster outlived the test"
+        assert kill_marked(marks) == [], "processes of the cluster outlived its tests"
 
 
 def worker_count(address: str) -> int:

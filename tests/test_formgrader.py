@@ -13,14 +13,12 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import time
 import urllib.request
 from pathlib import Path
 
 import pytest
-from conftest import executing
-from paths import ROOT
+from conftest import executing, grader_cli
 
 from grader.course import GRADER, Layout, _scripts_on_path
 from grader.engine import autograde as engine
@@ -146,8 +144,7 @@ def test_the_written_answer_gets_its_point_in_the_formgrader(
     log = server["log"].read_text()
     assert not [line for line in log.splitlines() if any(a in line for a in ALARMS)], log[-3000:]
 
-    run = [sys.executable, "-m", "grader", "--course", str(graded_course), "export"]
-    subprocess.run(run, check=True, cwd=ROOT, capture_output=True)
+    assert grader_cli(graded_course, "export").returncode == 0
     rows = list(csv.DictReader((graded_course / "reports" / "grades.csv").open()))
     (row,) = [r for r in rows if r["student_id"] == "ada" and r["assignment"] == MANUAL]
     assert float(row["score"]) == float(row["max_score"]) == 3  # 2 autograded + 1 by hand

@@ -12,11 +12,11 @@ at `path`, so that 05 and 06, each on a machine of its own, find what 04 saved t
 
 from __future__ import annotations
 
-import subprocess
-import sys
+import os
 from pathlib import Path
 
 import nbformat
+import papermill
 import pytest
 from conftest import checkpoints_without_a_tick
 
@@ -47,20 +47,13 @@ def solved_workshop(path: Path, config: dict) -> nbformat.NotebookNode:
     return nb
 
 
-# `python -m papermill`, less a second of imports: what drives the runtime is ours, and skips the
-# IRI grammar nbformat's jsonschema would build (as grader/__init__.py does). The kernel it
-# starts is untouched.
-PAPERMILL = (
-    "import sys; sys.modules['rfc3987_syntax'] = None\n"
-    "from papermill.cli import papermill; papermill(prog_name='papermill')"
-)
-
-
 def run_alone(
-    path: Path, repository: Path, tmp_path: Path, env: dict | None = None, parameters=()
+    path: Path, repository: Path, tmp_path: Path, env: dict | None = None, parameters=None
 ) -> tuple[Path, dict[str, str]]:
     """Run the solved workshop notebook `path` in a fresh runtime under `tmp_path`, in smoke
-    mode; the executed notebook and the runtime's environment."""
+    mode; the executed notebook and the runtime's environment. Papermill drives the kernel from
+    this process, with the runtime's environment and nothing else of ours: the kernel it starts
+    sees only that."""
     config = {"repository": repository.as_uri(), "ref": fresh_runtime.REF}
     nb = solved_workshop(path, config)
     nb.cells.append(nbformat.v4.new_code_cell(WHERE))
@@ -69,15 +62,20 @@ def run_alone(
     notebook = content / f"{path.stem}.ipynb"
     nbformat.write(nb, notebook)
     env = fresh_runtime.runtime_env(tmp_path) | (env or {})
-    done = subprocess.run(
-        [sys.executable, "-c", PAPERMILL, notebook, notebook, "-p", "MODE", "smoke"]
-        + [*parameters, "--cwd", content, "-k", "python3", "--no-progress-bar"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
+    with pytest.MonkeyPatch.context() as patch:
+        for name in os.environ:
+            patch.delenv(name)
+        for name, value in env.items():
+            patch.setenv(name, value)
+        papermill.execute_notebook(
+            notebook,
+            notebook,
+            parameters={"MODE": "smoke", **(parameters or {})},
+            cwd=content,
+            kernel_name="python3",
+            progress_bar=False,
+            execution_timeout=600,
+        )
     return notebook, env
 
 
@@ -102,7 +100,7 @@ def runs(course_repository, tmp_path_factory) -> dict[str, tuple[Path, dict[str,
     for name, path in SOURCES.items():
         here = tmp_path_factory.mktemp(name)
         if name in THROUGH_DRIVE:
-            allowed = ["-p", "USE_DRIVE", "True"]  # the student's yes, given in advance
+            allowed = {"USE_DRIVE": True}  # the student's yes, given in advance
             done[name] = run_alone(
                 path, course_repository, here, {"STANDIN_DRIVE": str(storage)}, allowed
             )

@@ -19,15 +19,12 @@ from __future__ import annotations
 import csv
 import json
 import shutil
-import subprocess
-import sys
 import zipfile
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from conftest import executing
-from paths import ROOT
+from conftest import executing, grader_cli
 
 from grader.course import Layout
 from grader.engine import autograde as engine
@@ -46,7 +43,6 @@ ROSTER = {
 }
 LIMITS = {"workers": 2, "cell_timeout": 10, "memory_gb": 3.0, "progress": False}
 LIMITS |= {"sandboxed": False}
-CLI = [sys.executable, "-m", "grader", "--course"]
 
 
 def enrol(course: Path) -> None:
@@ -84,7 +80,7 @@ def course(tmp_path_factory) -> Path:
         patch.setattr(engine, "run_job", lambda *args: {"error": "the job could not run"})
         (again,) = grading.autograde(course, students=["dave"], force=True, **LIMITS)
     assert again.status == "failed"
-    subprocess.run([*CLI, str(course), "export"], check=True, cwd=ROOT, capture_output=True)
+    assert grader_cli(course, "export").returncode == 0
     return course
 
 
@@ -170,7 +166,7 @@ def test_only_the_assigned_notebooks_count_and_none_is_missing_before_its_due_da
         'assigned = ["01_attention", "02_causal_mask", "04_training"]\n\n'
         "[due]\n04_training = 2999-01-01T00:00:00+00:00\n"
     )
-    done = subprocess.run([*CLI, str(copy), "export"], cwd=ROOT, capture_output=True, text=True)
+    done = grader_cli(copy, "export")
     assert done.returncode == 0, done.stderr
     assert "not due yet, nothing handed in is 'not due', not 0: 04_training" in done.stdout
     assigned = ["01_attention", "02_causal_mask", "04_training"]
@@ -190,7 +186,7 @@ def test_only_the_assigned_notebooks_count_and_none_is_missing_before_its_due_da
     (eve_04,) = [g for g in grades if (g["student_id"], g["assignment"]) == ("eve", "04_training")]
     assert (eve_04["score"], eve_04["status"]) == ("", "not due")
     (copy / "course.toml").write_text('assigned = ["01_attention", "07_rnn"]\n')
-    done = subprocess.run([*CLI, str(copy), "export"], cwd=ROOT, capture_output=True, text=True)
+    done = grader_cli(copy, "export")
     assert done.returncode == 1
     released = ", ".join(Layout(copy).assignments())
     assert done.stderr.strip().endswith(
@@ -285,7 +281,7 @@ def test_grading_one_student_keeps_the_others_in_the_report(course):
     args = ["autograde", "--student", "bob", "--notebook", NB, "--workers", "1"]
     args += ["--cell-timeout", "10", "--memory-gb", "3"]  # the first run's limits: bob is unchanged
     args += ["--no-sandbox"]
-    done = subprocess.run([*CLI, str(course), *args], cwd=ROOT, capture_output=True, text=True)
+    done = grader_cli(course, *args)
     assert done.returncode == 0, done.stderr
     report = json.loads((course / "reports" / "autograde.json").read_text())
     after = {(o["student"], o["status"]) for o in report["outcomes"]}
@@ -343,7 +339,7 @@ def grade_by_hand(course: Path, *students: str) -> None:
 
 
 def cli(course: Path, *args: str) -> str:
-    done = subprocess.run([*CLI, str(course), *args], cwd=ROOT, capture_output=True, text=True)
+    done = grader_cli(course, *args)
     assert done.returncode == 0, done.stderr
     return done.stdout
 
@@ -493,11 +489,6 @@ def test_the_canvas_import_heads_its_columns_as_canvas_exported_them(waiting, tm
     cli(course, "export")  # kept for the exports after it
     assert next(csv.reader((course / "reports" / "canvas_import.csv").open())) == header
     export.write_text("Student,ID,SIS User ID,SIS Login ID,Section,Quiz 1 (8000)\n")
-    done = subprocess.run(
-        [*CLI, str(course), "export", "--canvas-export", str(export)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-    )
+    done = grader_cli(course, "export", "--canvas-export", str(export))
     assert done.returncode == 1 and len(done.stderr.strip().splitlines()) == 1
     assert "no column of Canvas's export is one of our notebooks" in done.stderr

@@ -49,7 +49,7 @@ def test_leak_test_on_logits(attention):
 
 
 def test_untrained_loss_is_close_to_ln_65(corpus):
-    score = evaluate_gpt(MiniGPT(), corpus)
+    score = evaluate_gpt(MiniGPT(), corpus, characters=8192)  # a tenth of the test split: enough
     assert abs(score.nats - math.log(65)) < 0.1
 
 

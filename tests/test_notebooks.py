@@ -124,3 +124,33 @@ def test_graded_release_has_no_solutions_or_hidden_tests_and_keeps_grade_ids(tmp
         stub = code_stub().splitlines()[-1]  # nbgrader indents it
         assert any(stub in c.source for c in released.cells)
         assert grade_ids(released) == grade_ids(committed(name))
+
+
+def test_the_release_s_gradebook_is_stamped_as_nbgrader_stamps_a_new_one(tmp_path):
+    """release stamps a new gradebook in-process; nbgrader's own new one (by `alembic heads` in a
+    second interpreter) must hold the same tables and the same migration head."""
+    import sqlite3
+
+    import nbgrader.api
+    from nbgrader.api import Gradebook
+
+    from grader.course import _scripts_on_path, stamp_new_gradebook
+
+    def contents(path: Path) -> tuple:
+        with sqlite3.connect(path) as db:
+            tables = db.execute("SELECT name FROM sqlite_master WHERE type='table'").fetchall()
+            return sorted(tables), db.execute("SELECT * FROM alembic_version").fetchall()
+
+    def no_second_interpreter():
+        raise AssertionError("nbgrader asked alembic for the head of a stamped gradebook")
+
+    ours, theirs = tmp_path / "ours.db", tmp_path / "theirs.db"
+    stamp_new_gradebook(ours)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(nbgrader.api, "get_alembic_version", no_second_interpreter)
+        Gradebook(f"sqlite:///{ours}").close()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("PATH", _scripts_on_path(dict(os.environ))["PATH"])
+        Gradebook(f"sqlite:///{theirs}").close()
+    assert contents(ours) == contents(theirs)
+    assert len(contents(ours)[0]) > 5 and contents(ours)[1][0][0]  # nbgrader's tables, a head

@@ -9,17 +9,14 @@ import hashlib
 import os
 import re
 import socket
-import subprocess
-import sys
 import threading
 import uuid
 from pathlib import Path
 
 import nbformat
 import pytest
-from conftest import checkout_copy
+from conftest import checkout_copy, grader_cli
 from nbformat.v4 import new_code_cell, new_notebook
-from paths import ROOT
 
 from grader.course import GradingError, Layout
 from grader.engine import sandbox, supervisor
@@ -230,7 +227,6 @@ def attacked(tmp_path_factory, server):
     with pytest.MonkeyPatch.context() as patch:
         checkout = checkout_copy(tmp_path_factory.mktemp("checkout"), patch)
         course = tmp_path_factory.mktemp("course")
-        grader = [sys.executable, "-m", "grader", "--course", str(course)]
         release(course)
         honest = tmp_path_factory.mktemp("honest")
         write(honest / "ada" / "01_attention.ipynb", perfect(course, "01_attention"))
@@ -269,7 +265,7 @@ def attacked(tmp_path_factory, server):
             course, workers=2, cell_timeout=20, memory_gb=3, students=list(attacks), progress=False
         )
         after = _digest([*watched, *grading_code(checkout)]), _grades(course, ["ada", "bo"])
-        subprocess.run([*grader, "export"], check=True, cwd=ROOT, capture_output=True)
+        assert grader_cli(course, "export").returncode == 0
         yield course, {o.student: o for o in outcomes}, before, after
         HOME_FILE.unlink(missing_ok=True)
 
