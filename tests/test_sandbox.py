@@ -428,3 +428,32 @@ def test_without_a_way_to_cap_processes_the_report_says_so_and_how_to_get_one(mo
         "grade as an ordinary user on Linux 5.14 or later, or give the grading container a pids "
         "limit, e.g. `docker run --pids-limit`)"
     )
+
+
+# matplotlib says so, at INFO, when it lists the system's fonts instead of reading its list.
+LISTS_FONTS = "generated new fontManager"
+FONTS = """import logging
+
+logging.basicConfig(level=logging.INFO)
+import matplotlib.font_manager
+"""
+
+
+def test_a_job_reads_matplotlib_s_font_list_and_lists_no_fonts_itself(tmp_path):
+    nb = new_notebook(
+        cells=[new_code_cell(FONTS)],
+        metadata={"kernelspec": {"name": "python3", "display_name": "Python 3"}},
+    )
+    corpus = Path(os.environ["TRANSFORMER_LAB_DATA"]).resolve()
+    env = {**os.environ, "PYTHONPATH": str(sandbox.ROOT)}
+
+    def said(command: list[str]) -> str:
+        result = supervisor.run_job(nbformat.writes(nb), command, 120, env)
+        assert "error" not in result, result["error"]
+        cell = nbformat.reads(result["notebook"], 4).cells[0]
+        return "".join(o.get("text", "") for o in cell.outputs)
+
+    command = sandbox.command(job_command(20, 3), tmp_path, corpus)
+    assert LISTS_FONTS not in said(command)
+    bound = command.index(sandbox._matplotlib_font_list()[1])  # so that the check above can fail
+    assert LISTS_FONTS in said(command[: bound - 1] + command[bound + 2 :])

@@ -1,17 +1,17 @@
 """The sandbox every grading job runs in: bubblewrap, with a list of what the job may see.
 
 A student's notebook is hostile input. Its job starts in a new, empty root where only these are
-mounted, read-only: the system's programs and libraries, a few files of /etc, the Python
-installation and its packages, the course's own packages and data, and the corpus. The only
-writable place is a private /tmp (a tmpfs of its own size), which is also HOME. Everything else,
-the course folder (gradebook, source/, submitted/, autograded/, reports/), the instructor's home
-and the submissions, is simply not there. The job has no network but a loopback of its own, its
-own PID namespace (its last process dies with it), no capabilities, no way to make a user
-namespace of its own, and it dies with the grader (`--die-with-parent`). Its processes and
-threads are capped (PROCESSES, or TRANSFORMER_LAB_MAX_PROCESSES): by a pids cgroup of its own
-where the grader may make one (root, mostly), and by RLIMIT_NPROC, which Linux (5.14 on) counts
-per user namespace, so that in the job's own namespace it counts the job's tasks only. Root is
-exempt from RLIMIT_NPROC, hence the cgroup.
+mounted, read-only: the system's programs and libraries, a few files of /etc, the font caches,
+the Python installation and its packages, the course's own packages and data, and the corpus.
+The only writable place is a private /tmp (a tmpfs of its own size), which is also HOME.
+Everything else, the course folder (gradebook, source/, submitted/, autograded/, reports/), the
+instructor's home and the submissions, is simply not there. The job has no network but a
+loopback of its own, its own PID namespace (its last process dies with it), no capabilities, no
+way to make a user namespace of its own, and it dies with the grader (`--die-with-parent`). Its
+processes and threads are capped (PROCESSES, or TRANSFORMER_LAB_MAX_PROCESSES): by a pids cgroup
+of its own where the grader may make one (root, mostly), and by RLIMIT_NPROC, which Linux (5.14
+on) counts per user namespace, so that in the job's own namespace it counts the job's tasks only.
+Root is exempt from RLIMIT_NPROC, hence the cgroup.
 
 The list of what is allowed is the whole policy: nothing is mounted and then hidden, except the
 course folder when it lies inside the checkout (as a test's or a maintainer's may).
@@ -31,6 +31,7 @@ from pathlib import Path
 from ..course import ROOT, GradingError
 
 SCRATCH = "/tmp"  # inside the sandbox: the job's scratch folder, its HOME and its temp files
+CACHE = f"{SCRATCH}/.cache"  # the job's XDG_CACHE_HOME
 SCRATCH_MB = 1024
 # Of the checkout, only what a grading job imports or reads: not solutions/, not submissions.
 CHECKOUT = ("transformer_lab", "checkpoints", "grader", "data")
@@ -49,7 +50,7 @@ ETC = (
     "fonts",
     "mime.types",
 )
-FONT_CACHE = "/var/cache/fontconfig"  # so that matplotlib need not build one in every job
+FONT_CACHE = "/var/cache/fontconfig"  # so that fontconfig need not build one in every job
 INSTALL = (
     "Grading runs every notebook in a bubblewrap sandbox, and `bwrap` {why_not}. Install it: "
     "`sudo apt-get install bubblewrap` (Debian, Ubuntu), `sudo dnf install bubblewrap` "
@@ -200,6 +201,21 @@ def _in_cgroup(processes: int) -> list[str]:
     )
 
 
+@functools.cache
+def _matplotlib_font_list() -> list[str]:
+    """matplotlib's list of the system's fonts (made here if it is not yet), read-only where the
+    job's matplotlib looks for it: else the first plot of every job lists them again, about
+    half a CPU second. The folder around it stays the job's own, so matplotlib may write there."""
+    try:
+        import matplotlib
+        from matplotlib.font_manager import FontManager
+    except ImportError:  # a grader without matplotlib grades notebooks without it
+        return []
+    name = f"fontlist-v{FontManager.__version__}.json"  # as matplotlib names it
+    made = Path(matplotlib.get_cachedir(), name)
+    return ["--ro-bind-try", str(made), f"{CACHE}/matplotlib/{name}"]
+
+
 def command(job: list[str], course: Path, corpus: Path, processes: int | None = None) -> list[str]:
     """`job` wrapped in bubblewrap; `corpus` is the one file of data it may read besides the
     course's packages; at most `processes` processes and threads (max_processes())."""
@@ -228,6 +244,7 @@ def command(job: list[str], course: Path, corpus: Path, processes: int | None = 
         "--tmpfs",
         SCRATCH,
         *_system_mounts(),
+        *_matplotlib_font_list(),
         *python,
         "--ro-bind",
         str(corpus),
@@ -247,7 +264,7 @@ def command(job: list[str], course: Path, corpus: Path, processes: int | None = 
         SCRATCH,
         "--setenv",
         "XDG_CACHE_HOME",
-        f"{SCRATCH}/.cache",
+        CACHE,
         "--unsetenv",
         "TRANSFORMER_LAB_CACHE",
         "--setenv",
