@@ -184,7 +184,7 @@ def executing(outputs: dict | None = None, seconds: float = 1.5):
 
 @pytest.fixture(scope="module")
 def released(tmp_path_factory) -> Path:
-    """A course folder with the graded release built (once per worker, copied here); tests that
+    """A course folder with the graded release built (once a run, copied here); tests that
     change it take a copy."""
     from maintainer.fabricated_class import release
 
