@@ -183,8 +183,8 @@ def stamp_new_gradebook(gradebook: Path) -> None:
 def release(names: list[str], course: Path) -> None:
     """The graded release of source/NAME, by nbgrader itself: no solutions, no hidden tests."""
     api = nbgrader_api(course)
-    if not Layout(course).gradebook.exists():
-        stamp_new_gradebook(Layout(course).gradebook)
+    if not (gradebook := Layout(course).gradebook).exists():
+        stamp_new_gradebook(gradebook)
     for name in names:
         result = api.generate_assignment(name, force=True)
         if not result["success"]:

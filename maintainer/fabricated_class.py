@@ -46,12 +46,15 @@ def release(course: Path, publish_url: str | None = None) -> None:
 
 
 def _built(publish_url: str | None) -> Path:
-    publish = ["--publish-url", publish_url] if publish_url else []
+    def build(target: Path) -> None:
+        publish = ["--publish-url", publish_url] if publish_url else []
+        subprocess.run([*RELEASE, str(target), *publish], check=True, cwd=ROOT, capture_output=True)
+
     shared = os.environ.get(SHARED_BUILDS_ENV)
     if not shared:
         built = Path(tempfile.mkdtemp(prefix="tl-release-")) / "course"
         atexit.register(shutil.rmtree, built.parent, True)
-        subprocess.run([*RELEASE, str(built), *publish], check=True, cwd=ROOT, capture_output=True)
+        build(built)
         return built
     built = Path(shared) / hashlib.sha256(repr(publish_url).encode()).hexdigest()[:12] / "course"
     with open(Path(shared) / "lock", "w") as lock:
@@ -60,9 +63,7 @@ def _built(publish_url: str | None) -> Path:
             partial = built.with_name("building")
             built.parent.mkdir(parents=True, exist_ok=True)
             shutil.rmtree(partial, ignore_errors=True)  # left by a build that was killed
-            subprocess.run(
-                [*RELEASE, str(partial), *publish], check=True, cwd=ROOT, capture_output=True
-            )
+            build(partial)
             partial.rename(built)
     return built
 

@@ -376,28 +376,35 @@ def test_a_process_flood_stops_at_the_cap_and_keeps_its_points(attacked):
     assert hit in report
 
 
-@pytest.fixture(scope="module")
-def thread_flood(tmp_path_factory):
-    """One job, capped by the instructor's setting, whose first cell starts threads until it is
-    refused; a check below it."""
-    cells = [
-        new_code_cell(THREADS),
-        new_code_cell(
-            "print('checked')",
-            metadata={"nbgrader": {"grade": True, "grade_id": "below", "points": 1}},
-        ),
-    ]
+def sandboxed_command(course: Path) -> list[str]:
+    """A grading job's bubblewrap command line, as autograde builds it."""
+    corpus = Path(os.environ["TRANSFORMER_LAB_DATA"]).resolve()
+    return sandbox.command(job_command(20, 3), course, corpus)
+
+
+def run_alone(command: list[str], *cells) -> tuple[dict, nbformat.NotebookNode]:
+    """A notebook of `cells` run by one job under `command`: its result and executed notebook."""
     nb = new_notebook(
-        cells=cells, metadata={"kernelspec": {"name": "python3", "display_name": "Python 3"}}
+        cells=list(cells), metadata={"kernelspec": {"name": "python3", "display_name": "Python 3"}}
     )
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv(sandbox.PROCESSES_ENV, "48")
-        corpus = Path(os.environ["TRANSFORMER_LAB_DATA"]).resolve()
-        command = sandbox.command(job_command(20, 3), tmp_path_factory.mktemp("course"), corpus)
     env = {**os.environ, "PYTHONPATH": str(sandbox.ROOT)}  # the checkout the sandbox mounts
     result = supervisor.run_job(nbformat.writes(nb), command, 120, env)
     assert "error" not in result, result["error"]
     return result, nbformat.reads(result["notebook"], 4)
+
+
+@pytest.fixture(scope="module")
+def thread_flood(tmp_path_factory):
+    """One job, capped by the instructor's setting, whose first cell starts threads until it is
+    refused; a check below it."""
+    below = new_code_cell(
+        "print('checked')",
+        metadata={"nbgrader": {"grade": True, "grade_id": "below", "points": 1}},
+    )
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(sandbox.PROCESSES_ENV, "48")
+        command = sandboxed_command(tmp_path_factory.mktemp("course"))
+    return run_alone(command, new_code_cell(THREADS), below)
 
 
 @needs_a_process_cap
@@ -440,20 +447,11 @@ import matplotlib.font_manager
 
 
 def test_a_job_reads_matplotlib_s_font_list_and_lists_no_fonts_itself(tmp_path):
-    nb = new_notebook(
-        cells=[new_code_cell(FONTS)],
-        metadata={"kernelspec": {"name": "python3", "display_name": "Python 3"}},
-    )
-    corpus = Path(os.environ["TRANSFORMER_LAB_DATA"]).resolve()
-    env = {**os.environ, "PYTHONPATH": str(sandbox.ROOT)}
-
     def said(command: list[str]) -> str:
-        result = supervisor.run_job(nbformat.writes(nb), command, 120, env)
-        assert "error" not in result, result["error"]
-        cell = nbformat.reads(result["notebook"], 4).cells[0]
-        return "".join(o.get("text", "") for o in cell.outputs)
+        _, executed = run_alone(command, new_code_cell(FONTS))
+        return "".join(o.get("text", "") for o in executed.cells[0].outputs)
 
-    command = sandbox.command(job_command(20, 3), tmp_path, corpus)
+    command = sandboxed_command(tmp_path)
     assert LISTS_FONTS not in said(command)
     bound = command.index(sandbox._matplotlib_font_list()[1])  # so that the check above can fail
     assert LISTS_FONTS in said(command[: bound - 1] + command[bound + 2 :])
