@@ -17,7 +17,8 @@ docs/bench/<device class>.md with the machine, its load, torch version, date and
 no figure is typed into the docs by hand. Figures only; nothing here asserts a speed.
 
     python -m maintainer.bench                      # 20 timed steps per figure (`make bench`)
-    python -m maintainer.bench --steps 2 --eval-chars 500 --quick-steps 2 --rounds 1 --out -
+    python -m maintainer.bench --steps 2 --eval-chars 500 --quick-steps 2 --rounds 1 \
+        --validation-batches 2 --out -
     python -m maintainer.bench --compile            # also our loop under torch.compile
 """
 
@@ -172,6 +173,7 @@ def _model(name: str, attention: str = "sdpa"):
 
 # Notebook 04's rows at the quick budget: (model, attention), the GPT on each of ATTENTIONS.
 QUICK_ROWS = (("gpt", "sdpa"), ("gpt", "explicit"), ("gpt", "einsum"), ("lstm", "sdpa"))
+QUICK_VALIDATION = BUDGETS["quick"].eval_batches  # validation batches timed per row and round
 
 
 @dataclass(frozen=True)
@@ -182,10 +184,13 @@ class StepTimes:
     validation_ms: dict[tuple[str, str], list[float]]
 
 
-def step_times(corpus: Corpus, steps: int, rounds: int) -> StepTimes:
+def step_times(
+    corpus: Corpus, steps: int, rounds: int, validation_batches: int = QUICK_VALIDATION
+) -> StepTimes:
     """Each row of QUICK_ROWS trained for `steps` steps by `train_lm` at the quick budget's
     batch and T, the rows in turn, `rounds` times: a machine that gets busier slows every row
-    alike. A step's time is the run's wall time less its one validation batch, timed apart."""
+    alike. A step's time is the run's wall time less its one validation batch, timed apart
+    (the mean of `validation_batches`)."""
     quick = BUDGETS["quick"]
     step_ms = {row: [] for row in QUICK_ROWS}
     validation_ms = {row: [] for row in QUICK_ROWS}
@@ -197,10 +202,10 @@ def step_times(corpus: Corpus, steps: int, rounds: int) -> StepTimes:
             lr = DEFAULT_LR[name]
             warm = Budget("warm-up", quick.batch_size, _warmup(steps), steps, 1)
             train_lm(model, corpus, warm, lr=lr, progress=False)
-            starts = validation_starts(corpus.val, quick.batch_size, T_DEFAULT, quick.eval_batches)
+            starts = validation_starts(corpus.val, quick.batch_size, T_DEFAULT, validation_batches)
             start = time.perf_counter()
             estimate_loss(model, corpus.val, starts, T_DEFAULT, precision)
-            batch = (time.perf_counter() - start) / quick.eval_batches
+            batch = (time.perf_counter() - start) / validation_batches
             timed = Budget("bench", quick.batch_size, steps, steps, 1)
             history = train_lm(model, corpus, timed, lr=lr, progress=False)
             step_ms[name, attention].append((history.wall_time_s - batch) / steps * 1000)
@@ -230,6 +235,7 @@ class Job:
     compile: bool = False
     threads: int = 1
     rounds: int = 1  # "steps": how many times each row is timed, in turns
+    validation_batches: int = QUICK_VALIDATION  # "steps": batches its validation figure averages
 
 
 @dataclass(frozen=True)
@@ -267,7 +273,7 @@ def run_job(job: Job) -> Figure:
     if job.what == "idle":
         return Figure(0.0, _peak_rss_mib() if dev.type == "cpu" else None)
     if job.what == "steps":
-        return step_times(corpus, job.steps, job.rounds)
+        return step_times(corpus, job.steps, job.rounds, job.validation_batches)
     set_seed(0)
     model = _model(job.model, "explicit" if job.loop == "reference" else job.attention)
     if dev.type == "cuda":
@@ -455,6 +461,21 @@ def _preamble(options: str, steps: int, devices, threads, idle) -> list[str]:
     ]
 
 
+# What the command line leaves out when a run uses it; a flag without a value is False.
+DEFAULT_OPTIONS = {"steps": 20, "eval_chars": TEST_CHARS, "compile": False, "quick_steps": 50}
+DEFAULT_OPTIONS |= {"rounds": 3, "validation_batches": QUICK_VALIDATION}
+
+
+def _options(given: dict) -> str:
+    """The flags of `python -m maintainer.bench` that ask for `given`, in its order."""
+    flags = []
+    for name, value in given.items():
+        if value != DEFAULT_OPTIONS[name]:
+            flag = "--" + name.replace("_", "-")
+            flags.append(flag if value is True else f"{flag} {value}")
+    return "".join(f" {flag}" for flag in flags)
+
+
 def run_bench(
     steps: int = 20,
     device: torch.device | str = "cpu",
@@ -463,11 +484,13 @@ def run_bench(
     compile: bool = False,
     quick_steps: int = 50,
     rounds: int = 3,
+    validation_batches: int = QUICK_VALIDATION,
 ) -> str:
     """Measure, print each section as it is done, write them to `out`; return the markdown.
 
     out: None -> docs/bench/<device class of `device`>.md; "-" -> no file.
-    quick_steps, rounds: notebook 04's rows, each timed over that many steps, that many times.
+    quick_steps, rounds: notebook 04's rows, each timed over that many steps, that many times;
+    validation_batches: the batches each of those rows' validation figure is the mean of.
     """
     requested = torch.device(device)
     devices = [torch.device("cpu")] + ([requested] if requested.type != "cpu" else [])
@@ -485,29 +508,37 @@ def run_bench(
         )
 
     models = [(dev, name) for dev in devices for name in ("gpt", "lstm")]
-    options = (
-        (f" --steps {steps}" if steps != 20 else "")
-        + (f" --eval-chars {eval_chars}" if eval_chars != TEST_CHARS else "")
-        + (" --compile" if compile else "")
-        + (f" --quick-steps {quick_steps}" if quick_steps != 50 else "")
-        + (f" --rounds {rounds}" if rounds != 3 else "")
-    )
-    emit(_preamble(options, steps, devices, threads, job("idle", devices[0])))
+    given = {"steps": steps, "eval_chars": eval_chars, "compile": compile}
+    given |= {
+        "quick_steps": quick_steps,
+        "rounds": rounds,
+        "validation_batches": validation_batches,
+    }
+    emit(_preamble(_options(given), steps, devices, threads, job("idle", devices[0])))
     ours_train = {(dev, name): job("train", dev, model=name) for dev, name in models}
     emit(_training_table(models, ours_train, job))
     emit(_evaluation_table(models, eval_chars, job))
     emit(_attention_table(devices, job))
-    cpu_steps = Job("steps", steps=quick_steps, threads=threads, rounds=rounds)
+    cpu_steps = Job(
+        "steps",
+        steps=quick_steps,
+        threads=threads,
+        rounds=rounds,
+        validation_batches=validation_batches,
+    )
     emit(_notebook_04_tables(measure(cpu_steps), quick_steps, rounds))
     if compile:
         emit(_compile_table(models, ours_train, job))
     text = "\n".join(lines) + "\n"
     if out != "-":
-        path = Path(out) if out is not None else DOCS / f"{device_class(requested)}.md"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-        print(f"\nwrote {path}")
+        _write(text, Path(out) if out is not None else DOCS / f"{device_class(requested)}.md")
     return text
+
+
+def _write(text: str, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    print(f"\nwrote {path}")
 
 
 def _training_table(models, ours_train: dict, job) -> list[str]:
@@ -686,6 +717,12 @@ def main(argv: list[str] | None = None) -> None:
         "--quick-steps", type=int, default=50, help="timed steps of each of notebook 04's rows"
     )
     parser.add_argument("--rounds", type=int, default=3, help="times each of 04's rows is timed")
+    parser.add_argument(
+        "--validation-batches",
+        type=int,
+        default=QUICK_VALIDATION,
+        help="validation batches timed per row of 04's and round (default: the quick budget's)",
+    )
     args = parser.parse_args(argv)
     configure_cpu_threads()
     run_bench(
@@ -696,6 +733,7 @@ def main(argv: list[str] | None = None) -> None:
         compile=args.compile,
         quick_steps=args.quick_steps,
         rounds=args.rounds,
+        validation_batches=args.validation_batches,
     )
 
 
