@@ -94,7 +94,7 @@ formgrader: setup ## grading: nbgrader's formgrader on the course (127.0.0.1, to
 class-report: setup ## grading: pass rates and common mistakes per exercise, reports/class.{md,csv,png} (seconds)
 	$(PY) -m grader $(COURSE_ARG) class-report
 
-test: setup ## run the tests, files spread over the CPU cores (5.5-11 minutes on 2): TEST_WORKERS=auto|N
+test: setup ## run the tests, files spread over the CPU cores (4-11 minutes on 2): TEST_WORKERS=auto|N
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=20
 
 test-quick: setup ## the tests that execute no notebook, start no sandbox and train nothing (the inner loop)
