@@ -461,13 +461,13 @@ def _preamble(options: str, steps: int, devices, threads, idle) -> list[str]:
     ]
 
 
-# What the command line leaves out when a run uses it; a flag without a value is False.
+# Each option's default: the file's command line names only the options a run changed.
 DEFAULT_OPTIONS = {"steps": 20, "eval_chars": TEST_CHARS, "compile": False, "quick_steps": 50}
 DEFAULT_OPTIONS |= {"rounds": 3, "validation_batches": QUICK_VALIDATION}
 
 
 def _options(given: dict) -> str:
-    """The flags of `python -m maintainer.bench` that ask for `given`, in its order."""
+    """The flags of `python -m maintainer.bench` that ask for `given`, in the order given."""
     flags = []
     for name, value in given.items():
         if value != DEFAULT_OPTIONS[name]:
