@@ -10,11 +10,13 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from conftest import executing
 
 from grader.course import GradingError
 from grader.engine import autograde as grading
-from grader.term import settings
+from grader.term import deadlines, settings
 from grader.term.scores import autograde
+from maintainer.fabricated_class import perfect, write
 
 RELEASED = ("01_attention", "02_causal_mask", "06_stretch")
 WHOLE = """timezone = "Europe/Berlin"
@@ -100,10 +102,16 @@ def test_a_bad_course_toml_stops_autograde_before_any_job(released, tmp_path, mo
     assert started == []  # the engine never started
 
 
-def test_the_term_is_read_again_only_when_course_toml_changes(tmp_path, monkeypatch):
+def _released(course: Path) -> Path:
+    """A course folder whose release holds RELEASED, empty notebooks."""
     for name in RELEASED:
-        (tmp_path / "release" / name).mkdir(parents=True)
-        nbformat.write(nbformat.v4.new_notebook(), tmp_path / "release" / name / f"{name}.ipynb")
+        (course / "release" / name).mkdir(parents=True)
+        nbformat.write(nbformat.v4.new_notebook(), course / "release" / name / f"{name}.ipynb")
+    return course
+
+
+def test_the_term_is_read_again_only_when_course_toml_changes(tmp_path, monkeypatch):
+    _released(tmp_path)
     (tmp_path / "course.toml").write_text('timezone = "UTC"\n')
     reads = []
     read = settings.read
@@ -112,3 +120,44 @@ def test_the_term_is_read_again_only_when_course_toml_changes(tmp_path, monkeypa
     assert settings.term(tmp_path) is first and len(reads) == 1
     (tmp_path / "course.toml").write_text('timezone = "Asia/Tokyo"\n')
     assert str(settings.term(tmp_path).zone) == "Asia/Tokyo" and len(reads) == 2
+
+
+def test_autograde_reads_course_toml_once_and_keeps_it_for_the_run(released, tmp_path, monkeypatch):
+    """The term's autograde settles, flags and reports by one reading of course.toml: a file
+    changed while the class is graded changes nothing in that run; the next run reads it."""
+    course = Path(shutil.copytree(released, tmp_path / "course"))
+    toml = course / "course.toml"
+    toml.write_text('[due]\n01_attention = 2027-01-15T23:59:00+00:00\n\n[late]\npenalty = "zero"\n')
+    folder = course / "submitted" / "ann" / "01_attention"
+    write(folder / "01_attention.ipynb", perfect(course, "01_attention"))
+    deadlines.write_timestamp(folder, datetime(2027, 1, 17, tzinfo=UTC))  # two days late
+    reads = []
+    read_text = Path.read_text
+
+    def reading(path, *args, **kwargs):
+        reads.extend([path] if path.name == "course.toml" else [])
+        return read_text(path, *args, **kwargs)
+
+    def edited_while_graded(text, *rest):  # the instructor drops the late policy meanwhile
+        toml.write_text('[late]\npenalty = "none"\n')
+        return executing()(text, *rest)
+
+    monkeypatch.setattr(Path, "read_text", reading)
+    monkeypatch.setattr(grading, "run_job", edited_while_graded)
+    (first,) = autograde(course, workers=1, progress=False, sandboxed=False)
+    assert first.late_penalty == first.score == 4  # "zero", as the run began: all of it taken
+    assert len(reads) == 1
+    (second,) = autograde(course, workers=1, progress=False, sandboxed=False)
+    assert (second.score, second.late_penalty) == (4, 0)  # the next run: "none"
+
+
+def test_read_once_holds_its_term_inside_and_nested_blocks_give_back_the_outer_one(tmp_path):
+    toml = _released(tmp_path) / "course.toml"
+    toml.write_text('timezone = "UTC"\n')
+    with settings.read_once(tmp_path) as outer:
+        toml.write_text('timezone = "Asia/Tokyo"\n')
+        assert settings.term(tmp_path) is outer
+        with settings.read_once(tmp_path / ".") as inner:
+            assert inner is outer  # the same folder, however it is written: still held
+        assert settings.term(tmp_path) is outer
+    assert str(settings.term(tmp_path).zone) == "Asia/Tokyo"

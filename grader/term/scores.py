@@ -18,7 +18,7 @@ from ..engine import autograde as engine
 from ..outcome import NOT_GRADED, SCORED, Flag, Outcome, Status
 from . import copies, deadlines, term_log
 from .names import namer
-from .settings import term
+from .settings import read_once
 
 QUIET = logging.getLogger("grader.nbgrader")
 
@@ -30,21 +30,22 @@ def autograde(course: Path, students=None, notebooks=None, **engine_options) -> 
     and logged, and autograde.Interrupted goes on up. A course.toml that does not read stops it
     before any job starts."""
     course = Path(course)
-    term(course)
-    isolated = engine.isolation(engine_options.get("sandboxed", True))
-    try:
-        outcomes = engine.grade(
-            Layout(course), students=students, notebooks=notebooks, **engine_options
-        )
-    except engine.Interrupted as stop:
-        settle(course, stop.outcomes)
-        term_log.append(course, "autograde, interrupted", f"{summary(stop.outcomes)}\n\n{stop}")
-        raise
-    settle(course, outcomes)
-    # Copies are the whole class's matter: flagged once every notebook is in, none scored.
-    everyone = copies.with_copies(course, merged(course, outcomes, students, notebooks))
-    write_scores_table(course, everyone, isolated)
-    term_log.append(course, "autograde" + _scope(students, notebooks), log_entry(outcomes))
+    with read_once(course):
+        isolated = engine.isolation(engine_options.get("sandboxed", True))
+        try:
+            outcomes = engine.grade(
+                Layout(course), students=students, notebooks=notebooks, **engine_options
+            )
+        except engine.Interrupted as stop:
+            settle(course, stop.outcomes)
+            log = f"{summary(stop.outcomes)}\n\n{stop}"
+            term_log.append(course, "autograde, interrupted", log)
+            raise
+        settle(course, outcomes)
+        # Copies are the whole class's matter: flagged once every notebook is in, none scored.
+        everyone = copies.with_copies(course, merged(course, outcomes, students, notebooks))
+        write_scores_table(course, everyone, isolated)
+        term_log.append(course, "autograde" + _scope(students, notebooks), log_entry(outcomes))
     return outcomes
 
 

@@ -5,12 +5,17 @@ means, as deadlines.py's docstring shows them in use.
 
     term(course)          the course's Term, read again only when course.toml or the release
                           changes
+    with read_once(course) as settings:
+                          one read for a whole command: inside, every term(course) is
+                          `settings`, and neither course.toml nor the release is read again
 """
 
 from __future__ import annotations
 
+import contextlib
 import re
 import tomllib
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -224,12 +229,37 @@ def read(text: str, released: tuple[str, ...], points: dict[str, float] | None =
 
 
 _read: dict[tuple, Term] = {}
+_held: dict[str, Term] = {}  # course folder -> the Term a command in progress read (read_once)
+
+
+def _folder(course: Path | Layout) -> str:
+    return str((course.root if isinstance(course, Layout) else Path(course)).resolve())
+
+
+@contextlib.contextmanager
+def read_once(course: Path | Layout) -> Iterator[Term]:
+    """The course's Term, read now and held for the block: a command that settles, flags and
+    reports by many facts of the term reads course.toml and the release once, and goes by the
+    settings it started with even if the file changes while it runs."""
+    folder, settings = _folder(course), term(course)
+    before = _held.get(folder)
+    _held[folder] = settings
+    try:
+        yield settings
+    finally:
+        if before is None:
+            del _held[folder]
+        else:
+            _held[folder] = before
 
 
 def term(course: Path | Layout) -> Term:
     """The course's Term: course.toml and the release read and checked once, again only once one
-    of them changes; a course with no course.toml has every default. Before a release, the
-    notebooks it names are not checked (nothing is assigned yet)."""
+    of them changes (or, inside read_once, not at all); a course with no course.toml has every
+    default. Before a release, the notebooks it names are not checked (nothing is assigned)."""
+    held = _held.get(_folder(course)) if _held else None
+    if held is not None:
+        return held
     layout = Layout.of(course)
     text = layout.settings.read_text(encoding="utf-8") if layout.settings.is_file() else ""
     names = tuple(layout.released())
