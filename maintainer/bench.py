@@ -477,13 +477,13 @@ def _options(given: dict) -> str:
 
 
 def run_bench(
-    steps: int = 20,
+    steps: int = DEFAULT_OPTIONS["steps"],
     device: torch.device | str = "cpu",
     eval_chars: int | None = None,
     out: str | Path | None = None,
     compile: bool = False,
-    quick_steps: int = 50,
-    rounds: int = 3,
+    quick_steps: int = DEFAULT_OPTIONS["quick_steps"],
+    rounds: int = DEFAULT_OPTIONS["rounds"],
     validation_batches: int = QUICK_VALIDATION,
 ) -> str:
     """Measure, print each section as it is done, write them to `out`; return the markdown.
@@ -697,7 +697,12 @@ def _compile_table(models, ours_train: dict, job) -> list[str]:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=20, help="timed training steps per figure")
+    parser.add_argument(
+        "--steps",
+        type=int,
+        default=DEFAULT_OPTIONS["steps"],
+        help="timed training steps per figure",
+    )
     parser.add_argument("--device", default="auto", help="the CPU always, and this device")
     parser.add_argument(
         "--eval-chars",
@@ -714,9 +719,17 @@ def main(argv: list[str] | None = None) -> None:
         "--compile", action="store_true", help="also time our loop under torch.compile"
     )
     parser.add_argument(
-        "--quick-steps", type=int, default=50, help="timed steps of each of notebook 04's rows"
+        "--quick-steps",
+        type=int,
+        default=DEFAULT_OPTIONS["quick_steps"],
+        help="timed steps of each of notebook 04's rows",
     )
-    parser.add_argument("--rounds", type=int, default=3, help="times each of 04's rows is timed")
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=DEFAULT_OPTIONS["rounds"],
+        help="times each of 04's rows is timed",
+    )
     parser.add_argument(
         "--validation-batches",
         type=int,
