@@ -6,14 +6,17 @@ replacing torch.allclose or a reference function afterwards does not change what
 
 from __future__ import annotations
 
+import linecache
 import os
 import re
+import sysconfig
 import warnings
 from contextlib import contextmanager, nullcontext
 
 import torch
 
 import transformer_lab
+from transformer_lab import student
 
 from ._watch import Forbidden, Watch
 from .codes import Exercise, declared
@@ -31,6 +34,15 @@ _simplefilter = warnings.simplefilter
 _warn_explicit = warnings.warn_explicit
 # Warnings raised from these folders are the library's own, not the student's code.
 _LIBRARY = tuple(os.path.dirname(module.__file__) + os.sep for module in (torch, transformer_lab))
+# Frames of these folders are not the student's: the library's, the checks', the installed
+# packages' and Python's own.
+_NOT_THEIRS = tuple(
+    {
+        *_LIBRARY,
+        os.path.dirname(__file__) + os.sep,
+        *(sysconfig.get_paths()[key] + os.sep for key in ("stdlib", "purelib", "platlib")),
+    }
+)
 
 
 _FORBIDDEN: dict[str, tuple[Forbidden, ...]] = {}
@@ -77,6 +89,11 @@ def quietly():
         _quiet.pop()
 
 
+def quiet() -> bool:
+    """A kept piece's checkpoint runs again: no ticks, results, notes or keeping."""
+    return bool(_quiet)
+
+
 def passed(exercise: Exercise, message: str) -> None:
     if _quiet:
         return
@@ -89,19 +106,43 @@ def grading() -> bool:
     return bool(os.environ.get("NBGRADER_EXECUTION"))
 
 
-def keep(name: str, fn) -> None:
+def keep(name: str, fn, checkpoint) -> None:
     """After a pass in a student's kernel, keep their function for the later notebooks
-    (transformer_lab/student.py), where the notebook's USE_DRIVE says. Never while grading,
-    never outside a notebook (a test, a script), never a reason for a check to fail."""
+    (transformer_lab/student.py), where the notebook's USE_DRIVE says, then import the kept copy
+    on its own and run `checkpoint` on it again, quietly: what a later notebook will run, said
+    here, where the student can still fix it. Never while grading, never outside a notebook (a
+    test, a script), never a reason for a check to fail."""
     shell = notebook_shell()
     if _quiet or grading() or shell is None:
         return
-    from transformer_lab import student
-
+    use_drive = shell.user_ns.get("USE_DRIVE")
     try:
-        print(student.keep(name, fn, shell.user_ns.get("USE_DRIVE")))
+        print(student.keep(name, fn, use_drive))
     except Exception as err:  # a full Drive, a folder it may not write: the pass stands
         print(f"Your {name} was not kept for the later notebooks ({type(err).__name__}: {err}).")
+        return
+    trouble = kept_copy_trouble(getattr(student.load(use_drive), name), checkpoint)
+    if trouble:
+        print(trouble)
+
+
+def kept_copy_trouble(piece: student.Piece, checkpoint) -> str:
+    """'' where the kept `piece` imports and passes `checkpoint` on its own; else what a later
+    notebook would find, and what to do now."""
+    if not piece.yours:
+        why = piece.why
+    else:
+        try:
+            with quietly():
+                checkpoint(piece.fn)
+            return ""
+        except CheckFailed as failure:
+            why = f"it fails this checkpoint there: {failure}"
+    return (
+        f"⚠️ But the kept copy does not run on its own, so the later notebooks would use the "
+        f"course's {piece.spec.name}: {why} Define what it uses inside the function, or in "
+        "this notebook as a def, a constant or an import, and run this checkpoint again."
+    )
 
 
 def _leave_failure(shell, etype, value, tb, tb_offset=None) -> None:
@@ -212,6 +253,23 @@ _RAISED = (
         "(..., T_q, T_k). Print the shapes of your tensors.",
     ),
     (
+        r"cannot be converted to type (at|c10)::Half without overflow",
+        "overflows_in_half",
+        "A number too large for half precision: on a T4, notebook 04 trains in float16, "
+        "whose largest number is 65,504, so a fill such as masked_fill(..., -1e9) (exact in "
+        "float32) cannot be stored there and the first training step stops. Fill with "
+        "float('-inf'), or torch.finfo(scores.dtype).min, the lowest number of whatever dtype "
+        "the scores have.",
+    ),
+    (
+        r"Can't call numpy\(\) on Tensor that requires grad",
+        "numpy_in_model",
+        "A trip through numpy inside the model: .numpy() refuses a tensor that is learning, "
+        "and .detach().numpy() would cut its gradient, so the layers before it would never "
+        "learn. Write the step with torch operations (torch.tril, torch.softmax, torch.where) "
+        "and keep numpy for plain arrays outside the model.",
+    ),
+    (
         r"bool tensor|boolean mask|boolean tensor|Boolean-type|dtype to be Bool",
         "mask_not_bool",
         "A mask must be a bool tensor (True where a query may read): build it with a "
@@ -232,10 +290,37 @@ def diagnose_error(err: BaseException, warned: tuple[str, ...] = ()) -> tuple[st
     or by a warning the same code gave (`warned`): its usual cause when they tell it, else
     ("raised", where to look)."""
     text = "\n".join((str(err), *warned))
+    # A piece checked again in a later notebook shows no traceback: its line is in the message.
+    traceback = "" if _quiet else _READ_THE_TRACEBACK
     for pattern, name, hint in _RAISED:
         if re.search(pattern, text):
-            return name, f"{hint} {_READ_THE_TRACEBACK}"
-    return "raised", _READ_THE_TRACEBACK
+            return name, f"{hint} {traceback}".strip()
+    return "raised", traceback
+
+
+def error_text(err: BaseException) -> str:
+    """An error's own words, never an empty message: a NameError raised by the interpreter
+    keeps the name it missed even where its text is lost."""
+    text = str(err).strip()
+    if not text and isinstance(err, NameError) and err.name:
+        text = f"name {err.name!r} is not defined"
+    return text or repr(err)
+
+
+def line_of(err: BaseException) -> str:
+    """' (line N: `the line`)' of the deepest frame of `err` that ran the student's code (neither
+    the library's nor the checks'), or '' where none did."""
+    found, tb = "", err.__traceback__
+    while tb is not None:
+        filename = tb.tb_frame.f_code.co_filename
+        if not filename.startswith(_NOT_THEIRS):
+            text = linecache.getline(filename, tb.tb_lineno, tb.tb_frame.f_globals).strip()
+            # A file of its own (my_transformer.py) is named; a notebook's cell is not one.
+            line = f"line {tb.tb_lineno}"
+            line += f" of {os.path.basename(filename)}" if os.path.isfile(filename) else ""
+            found = f" ({line}: `{text}`)" if text else f" ({line})"
+        tb = tb.tb_next
+    return found
 
 
 def forbid(exercise: Exercise, *rules: Forbidden) -> None:
@@ -305,8 +390,10 @@ def call(exercise: Exercise, fn, *args, **kwargs):
             _refuse_delegation(exercise, watch)
             warned = tuple(str(w.message) for _, w in _slips_warned(seen))
             name, hint = diagnose_error(err, warned)
+            where = line_of(err)
             raise CheckFailed(
-                f"{exercise} raised {type(err).__name__}: {err}. {hint}", exercise.code(name)
+                f"{exercise} raised {type(err).__name__}: {error_text(err)}{where}. {hint}".strip(),
+                exercise.code(name),
             ) from err
     _refuse_delegation(exercise, watch)
     slips = _slips_warned(seen)
@@ -390,6 +477,15 @@ def change_at(run, x: _Tensor, t0: int, change, dim: int = 1, before: _Tensor | 
     earlier = moved.narrow(dim, 0, t0).max().item() if t0 > 0 else 0.0
     later = moved.narrow(dim, t0, size - t0).max().item() if t0 < size else 0.0
     return before, earlier, later
+
+
+def named_positions(ts: list[int]) -> str:
+    """'position 4', 'positions 0 to 4' for a run, 'positions 1, 3 and 6' otherwise."""
+    if len(ts) == 1:
+        return f"position {ts[0]}"
+    if len(ts) > 2 and ts == list(range(ts[0], ts[-1] + 1)):
+        return f"positions {ts[0]} to {ts[-1]}"
+    return "positions " + ", ".join(map(str, ts[:-1])) + " and " + str(ts[-1]) if ts else "none"
 
 
 def match_mistake(

@@ -26,6 +26,7 @@ from ._core import (
     snapshot,
 )
 from .codes import EX0, EX1, Exercise
+from .in_the_model import trains
 
 LAB = GPTConfig()  # the lab's sizes: d_model 128, n_heads 4, n_layers 4, T_max 128, 65 characters
 _softmax = torch.softmax
@@ -65,7 +66,40 @@ def _feed_forward(d: int, width: int) -> int:
 
 def _miscounts(c: GPTConfig) -> dict[int, tuple[str, str]]:
     """Parts of the count people often leave out or add, and what each is worth at the sizes
-    of `c` (the lab's): gap -> (mistake name, what the gap is)."""
+    of `c` (the lab's): gap -> (mistake name, what the gap is). The student writes the
+    attention layer's line; the stub counts the rest, which a count typed in by hand misses."""
+    return {**_rest_miscounts(c), **_attention_miscounts(c)}
+
+
+def _attention_miscounts(c: GPTConfig) -> dict[int, tuple[str, str]]:
+    """The slips of the one line the student writes: one attention layer's parameters."""
+    d, L = c.d_model, c.n_layers
+    return {
+        -L * (d * d + d): (
+            "count_without_proj",
+            f"W_proj and its bias b_proj, the fourth Linear of each attention layer ({L} layers "
+            f"x ({d} x {d} + {d})): your line counts W_Q, W_K and W_V, then the heads' outputs "
+            "are mixed by proj, which has parameters too",
+        ),
+        -L * d: (
+            "count_without_proj_bias",
+            f"the bias b_proj of each layer's W_proj ({L} layers x {d})",
+        ),
+        +3 * d * L: (
+            "count_with_qkv_biases",
+            f"biases on W_Q, W_K, W_V (3 x {d} x {L} layers): the lab's projections have none",
+        ),
+        +3 * (c.n_heads - 1) * d * d * L: (
+            "count_full_width_heads",
+            "W_Q, W_K and W_V counted at full width d_model x d_model for every head (3 x "
+            f"{c.n_heads - 1} extra heads x {d} x {d} x {L} layers). A head projects to d_k = "
+            f"d_model / n_heads = {c.d_k} columns, so the {c.n_heads} heads together share one "
+            f"{d} x {d} matrix each",
+        ),
+    }
+
+
+def _rest_miscounts(c: GPTConfig) -> dict[int, tuple[str, str]]:
     d, L, V, d_ff = c.d_model, c.n_layers, c.vocab_size, c.d_ff
     layer_norm = 2 * d  # a gain and a bias
     ffn = partial(_feed_forward, d)
@@ -84,10 +118,6 @@ def _miscounts(c: GPTConfig) -> dict[int, tuple[str, str]]:
             f"the output layer W_o and its bias ({d} x {V} + {V})",
         ),
         -V: ("count_without_output_bias", "the output layer's bias b_o"),
-        -L * d: (
-            "count_without_proj_bias",
-            f"the bias b_proj of each layer's W_proj ({L} layers x {d})",
-        ),
         -(2 * L + 1) * layer_norm: (
             "count_without_layernorms",
             "the LayerNorm gains and biases (2 per block, plus the final one: "
@@ -104,17 +134,6 @@ def _miscounts(c: GPTConfig) -> dict[int, tuple[str, str]]:
         -L * (d_ff + d): (
             "count_without_ffn_biases",
             f"the biases b_1 and b_2 of the feed-forward layers ({L} x ({d_ff} + {d}))",
-        ),
-        +3 * d * L: (
-            "count_with_qkv_biases",
-            f"biases on W_Q, W_K, W_V (3 x {d} x {L} layers): the lab's projections have none",
-        ),
-        +3 * (c.n_heads - 1) * d * d * L: (
-            "count_full_width_heads",
-            "W_Q, W_K and W_V counted at full width d_model x d_model for every head (3 x "
-            f"{c.n_heads - 1} extra heads x {d} x {d} x {L} layers). A head projects to d_k = "
-            f"d_model / n_heads = {c.d_k} columns, so the {c.n_heads} heads together share one "
-            f"{d} x {d} matrix each",
         ),
         -L * (ffn(d_ff) - ffn(d)): (
             "count_ffn_width_d_model",
@@ -160,7 +179,9 @@ def exercise_0(read_the_model) -> None:
         raise CheckFailed(
             f"{EX0}: {n_parameters:,} is not the model's count.{where}"
             + (f": that is exactly {hint}." if hint else ".")
-            + " Go through MiniGPT.__init__, Block and MultiHeadAttention one layer at a time.",
+            + " Your line counts one attention layer: the four Linear lines of "
+            "MultiHeadAttention in the print above, W_Q, W_K and W_V (bias=False) and proj "
+            "(bias=True), in terms of d_model.",
             EX0.code(name),
         )
     other = _counted(read_the_model, OTHER)
@@ -402,9 +423,11 @@ def exercise_1(scaled_dot_product_attention) -> None:
     _random_case(fn, 1, (), 6, 6, 16, 16, random_mask, "a random mask")
     causal = torch.ones(7, 7, dtype=torch.bool).tril()
     _random_case(fn, 2, (2, 4), 7, 7, 8, 8, causal, "causal")
+    trains(EX1, "attention", fn)
     passed(
         EX1,
-        f"{EX1}: your attention matches Equations 3-4, with and without a mask, "
-        "for any leading dimensions.",
+        f"{EX1}: your attention matches Equations 3-4, with and without a mask, for any "
+        "leading dimensions, and trains inside the lab's model in float32 and in a T4's "
+        "float16.",
     )
-    keep("attention", scaled_dot_product_attention)
+    keep("attention", scaled_dot_product_attention, exercise_1)

@@ -18,9 +18,11 @@ from ._core import (
     forbid,
     keep,
     match_mistake,
+    named_positions,
     passed,
 )
 from .codes import EX2
+from .in_the_model import trains
 
 _bool = torch.bool
 _ones = torch.ones
@@ -31,6 +33,7 @@ _randn = torch.randn
 _generator = torch.Generator
 _clone = torch.Tensor.clone
 _fill = torch.Tensor.fill_
+LEAK_T = 8  # positions of the leak test's one attention step
 
 _WRITE_IT = (
     "Build the lower triangle yourself: torch.ones(T, T, dtype=torch.bool).tril(), or compare "
@@ -160,29 +163,44 @@ def _compare(causal_mask, T: int, case: str | None = None) -> torch.Tensor:
     )
 
 
-def exercise_2(causal_mask) -> None:
+def exercise_2(causal_mask, attention=None) -> float:
+    """The lecture's checkpoint is the leak test, so it comes first: your mask inside your
+    attention (`attention`, as for attention_leak_test), where a mask that reads the future
+    fails by what it does, naming the earlier positions that moved. Then the mask against
+    Equation 6 at several T, then inside the lab's model. Returns the leak test's largest
+    change of an earlier output (0.0)."""
+    mask = call(EX2, causal_mask, LEAK_T)
+    largest_leak = None
+    if type(mask) is torch.Tensor and mask.dtype == _bool and tuple(mask.shape) == (LEAK_T,) * 2:
+        largest_leak = attention_leak_test(causal_mask, attention)
     sizes = (5, 1, 2, 128)  # T = 5 first: the small cases alone cannot tell some mistakes apart
     for T in sizes:
         _compare(causal_mask, T)
+    trains(EX2, "mask", causal_mask)
     passed(
         EX2,
         f"{EX2}: causal_mask(T) is the bool lower triangle of Equation 6 for T = "
-        f"{', '.join(str(T) for T in sorted(sizes))}.",
+        f"{', '.join(str(T) for T in sorted(sizes))}, and trains inside the lab's model in "
+        "float32 and in a T4's float16.",
     )
-    keep("mask", causal_mask)
+    keep("mask", causal_mask, exercise_2)
+    return largest_leak or 0.0
 
 
-def attention_leak_test(causal_mask, attention=None, T: int = 8, t0: int = 5) -> float:
+def attention_leak_test(causal_mask, attention=None, T: int = LEAK_T, t0: int = 5) -> float:
     """The lecture's leak test: one self-attention step of your mask inside your attention
     (`attention`: a piece from checkpoints.yours.load, a function, or None for the package's).
 
     The inputs X of T positions go through fixed projections to Q, K and V; then row t0 of X is
-    replaced. Returns the largest change of an output before t0 (0.0 when nothing leaks).
+    replaced. Returns the largest change of an output before t0 (0.0 when nothing leaks). A
+    failure names the earlier positions that moved and, where the mask is a usual wrong one,
+    which.
     """
     allowed = call(EX2, causal_mask, T)
     expect_tensor(EX2, f"causal_mask({T})", allowed, (T, T))
     fn, whose = _attention_of(attention)
-    return _leak_test(allowed, fn, t0, "your mask", whose)
+    known = _diagnose_pattern(allowed, T) if allowed.dtype == _bool else None
+    return _leak_test(allowed, fn, t0, "your mask", whose, known)
 
 
 def _attention_of(attention) -> tuple:
@@ -209,49 +227,109 @@ def leak_demo(attention, T: int = 8, t0: int = 5) -> CheckFailed:
     raise AssertionError(f"the leak test passed on {name}: it demonstrates nothing")
 
 
-def _leak_test(allowed: torch.Tensor, attention, t0: int, which: str, name: str) -> float:
-    T = allowed.shape[-1]
-    g = _generator().manual_seed(0)
-    d_model, d_k = 16, 8
-    X = _randn(T, d_model, generator=g)
-    W_Q, W_K, W_V = (_randn(d_model, d_k, generator=g) / d_model**0.5 for _ in range(3))
+class _Step:
+    """One self-attention step of the leak test: fixed inputs X of T positions through fixed
+    projections to Q, K and V, then `attention` under `allowed`."""
 
-    def step(X):
+    def __init__(self, allowed: torch.Tensor, attention, title: str, refused: str):
+        self.allowed, self.attention, self.title, self.refused = allowed, attention, title, refused
+        self.g = _generator().manual_seed(0)
+        d_model, d_k = 16, 8
+        self.X = _randn(allowed.shape[-1], d_model, generator=self.g)
+        self.W = [_randn(d_model, d_k, generator=self.g) / d_model**0.5 for _ in range(3)]
+
+    def __call__(self, X):
+        W_Q, W_K, W_V = self.W
         try:
-            return attention(X @ W_Q, X @ W_K, X @ W_V, _clone(allowed))
+            return self.attention(X @ W_Q, X @ W_K, X @ W_V, _clone(self.allowed))
         except Exception as err:
             raise CheckFailed(
-                f"Leak test: {name} refused {which} ({type(err).__name__}: {err}). "
-                "Run the Exercise 2 checks first.",
+                f"{self.title}: {self.refused} ({type(err).__name__}: {err}).",
                 EX2.code("leak_mask_refused"),
             ) from err
 
-    V_bar, A = step(X)
-    above = (A * _triu(_ones(T, T), diagonal=1)).abs().max().item()
-    if above != 0.0:
-        raise CheckFailed(
-            f"Leak test of {which} inside {name}: weights above the diagonal reach {above:.3g}; "
-            "they must be exactly 0. A query reads a later key: check the mask and where it is "
-            "applied.",
-            EX2.code("leak_above_diagonal"),
+    def new_row(self, X, at: int) -> None:
+        X[at] = _randn(X.shape[-1], generator=self.g)
+
+    def moved_before(self, at: int, V_bar) -> tuple[list[int], float]:
+        """The positions before `at` whose output moved when row `at` of X changed, and by
+        how much at most."""
+        changed = _clone(self.X)
+        self.new_row(changed, at)
+        moved = (self(changed)[0] - V_bar).abs().amax(-1)[:at]
+        return [t for t in range(at) if moved[t] != 0], moved.max().item() if at else 0.0
+
+
+def _failure(title: str, known, saw: str, code: str, otherwise: str) -> CheckFailed:
+    """What the leak test saw; then the usual wrong mask it is (`known`: its name and
+    diagnosis) with that mistake's code, or else `otherwise` with the leak test's `code`."""
+    if known is not None:
+        name, diagnosis = known
+        return CheckFailed(f"{title}: {saw} {diagnosis[0].upper()}{diagnosis[1:]}.", EX2.code(name))
+    return CheckFailed(f"{title}: {saw} {otherwise}", EX2.code(code))
+
+
+def _expect_each_reads_itself(allowed: torch.Tensor, title: str, known) -> None:
+    blind = [t for t in range(allowed.shape[-1]) if not bool(allowed[t, t])]
+    if blind:
+        raise _failure(
+            title,
+            known,
+            f"{named_positions(blind)} may not read "
+            f"{'themselves' if len(blind) > 1 else 'itself'}.",
+            "diagonal_excluded",
+            f"{_NO_DIAGONAL[0].upper()}{_NO_DIAGONAL[1:]}.",
         )
 
-    def a_new_row(changed):
-        changed[t0] = _randn(d_model, generator=g)
 
-    _, earlier, later = change_at(lambda X: step(X)[0], X, t0, a_new_row, dim=0, before=V_bar)
+def _expect_nothing_above_the_diagonal(step: _Step, V_bar, A, t0: int, known) -> None:
+    T = A.shape[-1]
+    above = A * _triu(_ones(T, T), diagonal=1)
+    largest = above.abs().max().item()
+    if largest == 0.0:
+        return
+    readers = (above != 0).sum(0)  # how many earlier queries read each key
+    at = t0 if readers[t0] == readers.max() else int(readers.argmax())
+    moved, by = step.moved_before(at, V_bar)
+    raise _failure(
+        step.title,
+        known,
+        f"changing position {at} moved the outputs at earlier {named_positions(moved)} (by up "
+        f"to {by:.3g}): they read position {at}, a later one. Every weight above the diagonal "
+        f"must be exactly 0; here they reach {largest:.3g}.",
+        "leak_above_diagonal",
+        "A query reads a later key: check the mask and where it is applied.",
+    )
+
+
+def _leak_test(
+    allowed: torch.Tensor, attention, t0: int, which: str, name: str, known=None
+) -> float:
+    """`known`: (name, diagnosis) of the usual wrong mask that `allowed` is, if it is one: a
+    failure then carries that mistake's code and says so after what the leak test saw."""
+    title = f"Leak test of {which} inside {name}"
+    _expect_each_reads_itself(allowed, title, known)
+    step = _Step(allowed, attention, title, f"{name} refused {which}")
+    V_bar, A = step(step.X)
+    _expect_nothing_above_the_diagonal(step, V_bar, A, t0, known)
+    _, earlier, later = change_at(
+        lambda X: step(X)[0], step.X, t0, lambda X: step.new_row(X, t0), dim=0, before=V_bar
+    )
     if earlier != 0.0:
-        raise CheckFailed(
-            f"Leak test of {which} inside {name}: changing position {t0} moved the outputs at "
-            f"earlier positions by up to {earlier:.3g}, though every weight above the diagonal "
-            "is 0. The kept weights of an earlier row still depend on later scores, as when the "
-            "mask is applied after the softmax: the row was normalised over the future keys too.",
-            EX2.code("reads_the_future"),
+        moved, _ = step.moved_before(t0, V_bar)
+        raise _failure(
+            title,
+            known,
+            f"changing position {t0} moved the outputs at earlier {named_positions(moved)} by up "
+            f"to {earlier:.3g}, though every weight above the diagonal is 0.",
+            "reads_the_future",
+            "The kept weights of an earlier row still depend on later scores, as when the mask "
+            "is applied after the softmax: the row was normalised over the future keys too.",
         )
     if later == 0.0:
         raise CheckFailed(
-            f"Leak test of {which} inside {name}: changing position {t0} changed no output at "
-            "all, not even its own; the test proves nothing this way.",
+            f"{title}: changing position {t0} changed no output at all, not even its own; the "
+            "test proves nothing this way.",
             EX2.code("ignores_input"),
         )
     passed(

@@ -43,6 +43,8 @@ SHARED = frozenset(
         "view_after_transpose",
         "shapes_do_not_match",
         "mask_not_bool",
+        "overflows_in_half",
+        "numpy_in_model",
     )
 )
 
@@ -93,6 +95,7 @@ EX0 = _exercise(
     "count_without_embedding",
     "count_without_output_layer",
     "count_without_output_bias",
+    "count_without_proj",
     "count_without_proj_bias",
     "count_without_layernorms",
     "count_without_block_layernorms",
@@ -118,6 +121,7 @@ EX1 = _exercise(
     "uses_package_attention",
     "uses_torch_attention",
     "uses_nn_multihead_attention",
+    "gradient_cut",
 )
 EX2 = _exercise(
     "ex2",
@@ -156,6 +160,7 @@ EX3 = _exercise(
     "position_table_detached",
     "token_table_detached",
     "uses_package_embedding",
+    "reads_the_future",
 )
 EX4 = _exercise(
     "ex4",

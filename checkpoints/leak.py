@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from ._core import CheckFailed, call, change_at, passed
+from ._core import CheckFailed, call, change_at, named_positions, passed
 from .codes import LEAK
 
 _no_grad = torch.no_grad
@@ -77,15 +77,20 @@ def measure_leak(model, label: str, t0: int | None, seed: int = 0) -> tuple[int,
     model.eval()
     try:
         with _no_grad():
-            _, earlier, later = change_at(run, idx, t0, the_next_token)
+            before, earlier, later = change_at(run, idx, t0, the_next_token)
+            if earlier != 0.0:
+                changed = idx.clone()
+                the_next_token(changed)
+                moved = (run(changed) - before).abs().amax(-1).amax(0)[:t0]  # per position
     finally:
         model.train(was_training)
     if earlier != 0.0:
+        positions = named_positions([t for t in range(t0) if moved[t] != 0])
         raise CheckFailed(
             f"Leak test on {label}: changing the token at position {t0} moved the logits at "
-            f"earlier positions by up to {earlier:.3g}; they must not move at all. Something "
-            "reads the future: a mask that is missing, inverted or applied after the softmax, "
-            "or a layer that mixes positions outside attention.",
+            f"earlier {positions} by up to {earlier:.3g}; they must not move at all. "
+            "Something reads the future: a mask that is missing, inverted or applied after the "
+            "softmax, or a layer that mixes positions outside attention.",
             LEAK.code("reads_the_future"),
         )
     if later == 0.0:

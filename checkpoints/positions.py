@@ -14,6 +14,7 @@ from transformer_lab.evaluate import evaluate_gpt as _evaluate_gpt
 from transformer_lab.model import GPTConfig as _GPTConfig
 from transformer_lab.model import MultiHeadAttention as _MultiHeadAttention
 from transformer_lab.model import embed_with_positions as _reference
+from transformer_lab.student import course_pieces
 
 from ._core import (
     CheckFailed,
@@ -26,8 +27,12 @@ from ._core import (
     passed,
 )
 from ._devices import DEVICE, DeviceMismatch, other_device
-from .codes import EX3, ORDER, UNTRAINED
+from .codes import EX3, LEAK, ORDER, UNTRAINED
+from .in_the_model import trains
+from .leak import measure_leak
 
+# A small model for the leak test that opens Exercise 3: a leak shows at any size.
+_LEAK_CONFIG = _GPTConfig(d_model=32, n_heads=2, n_layers=2, T_max=32)
 LN_VOCAB = math.log(65)  # 4.1744: the loss of a uniform guess over the 65 characters
 _Embedding = nn.Embedding
 _arange = torch.arange
@@ -261,16 +266,40 @@ def _case(
     _compare(fn, idx, tok_emb, pos_emb, case + (", on a GPU, simulated" if on_gpu else ""), on_gpu)
 
 
-def exercise_3(embed_with_positions) -> None:
+def exercise_3(embed_with_positions, pieces=None) -> None:
+    """The lecture's checkpoint is the leak test, so it comes first: the model built from your
+    pieces (`pieces`, from checkpoints.yours.load; None: the course's) with this input step,
+    where a step that mixes positions fails by what it does, naming the earlier positions that
+    moved. Then Equation 8 on small tables, on a simulated GPU, and inside the lab's model."""
+    _leak_first(embed_with_positions, pieces)
     _case(embed_with_positions, 0, B=2, T=5, d_model=8, vocab=11, T_max=16)
     _case(embed_with_positions, 1, B=3, T=10, d_model=12, vocab=13, T_max=32)
     _case(embed_with_positions, 2, B=2, T=6, d_model=8, vocab=11, T_max=16, on_gpu=True)
+    trains(EX3, "embedding", embed_with_positions)
     passed(
         EX3,
         f"{EX3}: embed_with_positions adds p_t to e_(w_t) (Equation 8), (B, T, d_model), on "
-        "idx's device.",
+        "idx's device, and trains inside the lab's model in float32 and in a T4's float16.",
     )
-    keep("embedding", embed_with_positions)
+    keep("embedding", embed_with_positions, exercise_3)
+
+
+def _leak_first(fn, pieces) -> None:
+    """The whole-model leak test with `fn` as the input step. Only a leak fails here: a step
+    that raises or gives another shape is named by the cases that follow."""
+    with _fork_rng(devices=[]):
+        base = pieces if pieces is not None else course_pieces("")
+        model = base.using("embedding", fn, "this notebook").model(_LEAK_CONFIG, explicit=True)
+    try:
+        measure_leak(model, "the model built on your input step", None)
+    except CheckFailed as failure:
+        if failure.code == LEAK.code("reads_the_future"):
+            raise CheckFailed(
+                f"{EX3}: {failure.message.split(' Something reads')[0]} Your input step "
+                "reads the future: Equation 8 gives each position its own token's row and its "
+                "own position's row, e_(w_t) + p_t, and nothing from other positions.",
+                EX3.code("reads_the_future"),
+            ) from None
 
 
 def untrained_loss(

@@ -7,8 +7,8 @@ the next heading of its level or above; its code cells are left out too), and th
 with what it shows (figures, tables, printed text). The lines between `### BEGIN SOLUTION` and
 `### END SOLUTION` are the lines the student writes; hidden tests are never shown; each
 checkpoint is met twice (one retry). Each notebook starts a fresh runtime (Colab gives every
-notebook its own machine): the start measured by `maintainer/fresh_runtime.py`, and the Drive
-prompt where the notebook reaches the student's Drive.
+notebook its own machine): the start measured by `maintainer/fresh_runtime.py`, and Google's
+consent to the student's Drive, met in the setup cell (`tl.use_drive`).
 
 An exercise runs from its "## Exercise N · ... (M min)" heading to the next exercise's. What
 comes before a notebook's first exercise (title, setup cell, introduction) and the runtime's
@@ -53,7 +53,9 @@ FIGURE_MINUTES = 0.5  # a figure: its title, axes and legend, and the point it m
 TABLE_MINUTES = 0.5  # a displayed table: a results table of a few rows
 PRINT_MINUTES = 0.15  # a printed line or block of a few lines: 9 s
 RETRY_MINUTES = 1.0  # one failing run of a checkpoint: read the named mistake, fix, run again
-DRIVE_PROMPT_MINUTES = 0.5  # our question, then Google's account chooser and consent: ~4 clicks
+# Google's consent to mount the Drive, in each notebook's setup cell: the account chooser, then
+# the scopes read and allowed, 4-6 clicks. An estimate, not a measurement (no Colab here).
+DRIVE_PROMPT_MINUTES = 0.75
 # Not measurable here (no Colab): connecting to a fresh runtime and fetching the 1.1 MB corpus.
 CONNECT_SECONDS = 20
 # A T4 peaks at 65 TFLOP/s in fp16 on its tensor cores; a d_model-128 model's small matrices, the
@@ -82,7 +84,7 @@ FIGURE = re.compile(r"^\s*plt\.show\(\)", re.MULTILINE)  # every figure of the n
 TABLE = re.compile(r"\bdisplay\(")
 PRINTED_MODEL = re.compile(r"\bprint\(model\b(?!\.)")
 PRINT = re.compile(r"\bprint\(")
-DRIVE = re.compile(r"[(,]\s*(?:use_drive=)?USE_DRIVE\b")  # a call that may ask for the Drive
+DRIVE = re.compile(r"\btl\.use_drive\(")  # the setup cell's call, where Google asks consent
 
 
 @dataclass(frozen=True)
@@ -192,7 +194,7 @@ class _Reader:
         if cell.metadata.get("cellView") == "form":  # Colab shows its title line alone
             counted = CorePath(lines_read=1)
         drive = not self.asked_drive and bool(DRIVE.search(cell.source))
-        self.asked_drive |= drive  # asked once a notebook: the mount holds for the session
+        self.asked_drive |= drive  # once a notebook: the later uses follow that decision
         checkpoint = int(_is_nbgrader(cell, "grade"))
         return counted + CorePath(checkpoints=checkpoint, drive_prompts=int(drive))
 
@@ -460,8 +462,9 @@ The count, and the rate of each part:
   counted from `str(MiniGPT())`, read as code (judgements);
 - **checkpoints**: each graded checkpoint met once more, one retry: {retry} min (read the mistake
   it names, fix a line, run it again: a judgement);
-- **Drive prompts**: a notebook that reaches the student's Drive asks once (ours, then Google's
-  account chooser and consent, about four clicks): {drive} min;
+- **Drive prompts**: Google's consent to mount the student's Drive, met once a notebook in its
+  setup cell (`tl.use_drive`; the account chooser, then the scopes read and allowed, four to six
+  clicks): {drive} min, an estimate, not a measurement (no Colab here);
 - **start** of a fresh runtime, once a notebook (Colab gives each its own machine): connecting
   and fetching the 1.1 MB corpus, {connect} s (stated, not measured: no Colab here), then the
   kernel's start, {kernel:.1f} s, and the setup cell (clone and `pip install --no-deps`, from a

@@ -324,7 +324,14 @@ def run_pipeline(
         budgets = budgets_for(mode, device, seeds, [s.stem for s in sources])
     provenance["budgets_seconds"] = {s.stem: budgets[s.stem] for s in sources if s.stem in budgets}
     # SEED: the seed a student's run trains (04); SEEDS and RESULTS go to the maintainer cells.
-    parameters = {"MODE": mode, "DEVICE": str(device), "SEED": seeds[0], "SEEDS": seeds}
+    # USE_DRIVE False: nobody is there to sign in to Google; on Colab the mount would wait.
+    parameters = {
+        "MODE": mode,
+        "DEVICE": str(device),
+        "SEED": seeds[0],
+        "SEEDS": seeds,
+        "USE_DRIVE": False,
+    }
     _run_notebooks(sources, workdir, parameters | {"RESULTS": str(results_path)}, key, provenance)
     results = json.loads(results_path.read_text()) if results_path.is_file() else {}
     run["results"] = results | {"rows": summarise_seeds(results.get("rows", {}))}

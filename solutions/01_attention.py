@@ -26,7 +26,7 @@ RESULTS = None  # and a JSON path that collects the measurements
 # %% tags=["parameters"]
 MODE = "auto"  # auto | full | quick | smoke | grade: how much compute the notebook spends
 DEVICE = "auto"  # auto | cpu | cuda | mps
-USE_DRIVE = None  # on Colab, keep your code in Google Drive? None: ask; True: yes; False: no
+USE_DRIVE = True  # on Colab, keep your code in your Google Drive; to decline: USE_DRIVE = False
 
 # %%
 import math
@@ -37,6 +37,7 @@ import transformer_lab as tl
 from checkpoints import attention as check
 
 DEVICE, BUDGET = tl.start_notebook(MODE, DEVICE)
+tl.use_drive(USE_DRIVE)  # on Colab, Google asks for your consent here
 
 # %% [markdown]
 # ## Exercise 0 · Read the model (3 min)
@@ -117,6 +118,14 @@ check.exercise_0(read_the_model)
 # **Not allowed here:** the package's `tl.scaled_dot_product_attention`, PyTorch's
 # `F.scaled_dot_product_attention` and `nn.MultiheadAttention` may not do this exercise's work.
 # The checkpoint watches the calls your code makes, so an alias or a saved reference fails too.
+#
+# <details><summary>What else the checkpoint tries</summary>
+#
+# After its cases it trains one step of the lab's model on your function, as notebook 04 will,
+# in float32 and in the float16 a T4 trains in: a copy that cuts the gradient, or a fill too
+# large for float16, fails there, named.
+#
+# </details>
 
 # %%
 import matplotlib.pyplot as plt

@@ -30,7 +30,7 @@ RESULTS = None  # and a JSON path that collects the measurements
 # %% tags=["parameters"]
 MODE = "auto"  # auto | full | quick | smoke | grade: how much compute the notebook spends
 DEVICE = "auto"  # auto | cpu | cuda | mps
-USE_DRIVE = None  # on Colab, keep your code in Google Drive? None: ask; True: yes; False: no
+USE_DRIVE = True  # on Colab, your code travels in your Google Drive; to decline: USE_DRIVE = False
 
 # %%
 import math
@@ -44,6 +44,7 @@ from checkpoints import yours
 from transformer_lab.plots import plot_leak, plot_masks
 
 DEVICE, BUDGET = tl.start_notebook(MODE, DEVICE)
+tl.use_drive(USE_DRIVE)  # on Colab, Google asks for your consent here
 torch.set_printoptions(precision=2, sci_mode=False)
 pieces = yours.load(USE_DRIVE, notebook="02")  # your attention of 01, else the course's
 
@@ -94,10 +95,10 @@ print(f"weight that position 0 puts on the four positions after it: {A[0, 1:].su
 # `nn.Transformer.generate_square_subsequent_mask` (the checkpoint watches the calls your code
 # makes, so an alias fails too).
 #
-# The checkpoint compares your mask with the reference for several $T$, then runs the **leak
-# test**: one step of your attention with your mask, in which changing a later position's input
-# must leave every earlier output exactly unchanged. Once it passes, your mask is kept for
-# notebooks 03–06.
+# The checkpoint is the **leak test**, run first: one step of your attention with your mask, in
+# which changing a later position's input must leave every earlier output exactly unchanged.
+# Then it compares your mask with the reference for several $T$. Once it passes, your mask is
+# kept for notebooks 03–06.
 #
 # <details><summary>Hint</summary>
 #
@@ -120,8 +121,7 @@ def causal_mask(T):
 
 
 # %% nbgrader={"grade": true, "grade_id": "ex2_check", "locked": true, "points": 2, "solution": false, "schema_version": 3}
-check.exercise_2(causal_mask)
-largest_leak = check.attention_leak_test(causal_mask, pieces.attention)
+largest_leak = check.exercise_2(causal_mask, pieces.attention)  # the leak test first
 ### BEGIN HIDDEN TESTS
 from checkpoints import causal_mask_hidden as hidden
 

@@ -24,7 +24,7 @@ RESULTS = None  # and a JSON path that collects the measurements
 # %% tags=["parameters"]
 MODE = "auto"  # auto | full | quick | smoke | grade: how much compute the notebook spends
 DEVICE = "auto"  # auto | cpu | cuda | mps
-USE_DRIVE = None  # on Colab, keep your code in Google Drive? None: ask; True: yes; False: no
+USE_DRIVE = True  # on Colab, your code travels in your Google Drive; to decline: USE_DRIVE = False
 
 # %%
 import matplotlib.pyplot as plt
@@ -35,6 +35,7 @@ from checkpoints import leak, yours
 from checkpoints import positions as check
 
 DEVICE, BUDGET = tl.start_notebook(MODE, DEVICE)
+tl.use_drive(USE_DRIVE)  # on Colab, Google asks for your consent here
 pieces = yours.load(USE_DRIVE, notebook="03")  # your attention and mask, else the course's
 
 # %% [markdown]
@@ -64,6 +65,13 @@ check.order_blindness(first, second)
 # of shape `(B, T, d_model)`. **Not allowed here:** the package's `tl.embed_with_positions`
 # (the checkpoint watches the calls your code makes, so an alias fails too).
 #
+# <details><summary>What the checkpoint tries</summary>
+#
+# First the leak test on the model built from your pieces with your input step; then Equation 8
+# on small tables, on a simulated GPU, and one training step of the lab's model on it.
+#
+# </details>
+#
 # <details><summary>Hint</summary>
 #
 # `tok_emb(idx)` is `(B, T, d_model)`. The positions are `torch.arange(T, device=idx.device)`
@@ -83,7 +91,7 @@ def embed_with_positions(idx, tok_emb, pos_emb):
 
 
 # %% nbgrader={"grade": true, "grade_id": "ex3_check", "locked": true, "points": 2, "solution": false, "schema_version": 3}
-check.exercise_3(embed_with_positions)
+check.exercise_3(embed_with_positions, pieces)  # the leak test on your pieces first
 ### BEGIN HIDDEN TESTS
 from checkpoints import positions_hidden as hidden
 

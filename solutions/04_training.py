@@ -26,7 +26,8 @@ RESULTS = None  # and a JSON path that collects the measurements
 MODE = "auto"  # auto | full | quick | smoke | grade: how much compute the notebook spends
 DEVICE = "auto"  # auto | cpu | cuda | mps
 SEED = 0  # the training seed: change it to see how much one run differs from another
-USE_DRIVE = None  # on Colab, copy your model to Google Drive? None: ask; True: yes; False: no
+USE_DRIVE = True  # on Colab, copy your model to your Google Drive; to decline: USE_DRIVE = False
+PIECES = "yours"  # yours | course: the pieces the mini-GPT trains on ("course": faster)
 
 # %%
 import math
@@ -44,8 +45,9 @@ from transformer_lab.plots import plot_loss_curves
 from transformer_lab.report import ResultRow, results_markdown
 
 DEVICE, BUDGET = tl.start_notebook(MODE, DEVICE)
+tl.use_drive(USE_DRIVE)  # on Colab, Google asks for your consent here
 corpus = tl.load_corpus(DEVICE)
-pieces = yours.load(USE_DRIVE)  # the mini-GPT below is built from these
+pieces = yours.load(USE_DRIVE, use=PIECES)  # the mini-GPT below is built from these
 
 # %% [markdown]
 # ## Exercise 4 · The loss, perplexity and bits per character (14 min, with the training)
@@ -126,10 +128,14 @@ record(RESULTS, {"rows": {"trigram": rows[0].as_dict(), "5gram": rows[1].as_dict
 # %% [markdown]
 # ## Train the mini-GPT and the LSTM
 #
-# `train_lm` is the provided loop; each step of the GPT calls your pieces (`pieces.model()`).
-# The LSTM is Lab 3's, trained the same way: the fair partner.
+# `train_lm` is the provided loop; each step of the GPT calls your pieces. The LSTM is Lab 3's,
+# trained the same way: the fair partner.
 #
 # <details><summary>The loop</summary>
+#
+# Before the first step a few steps on your pieces and on the course's are timed; if yours are
+# much slower, `PIECES = "course"` in the first cell trains on the course's this time. What your
+# pieces print while the model runs is held back and counted in one line.
 #
 # AdamW, a linear warm-up, cosine decay, gradient clipping at 1.0, and a validation estimate
 # every few hundred steps. Its learning rate was picked by a short sweep on the validation split
@@ -157,10 +163,14 @@ def train_and_score(name, make_model, evaluate, seed, label):
     recipe = history.recipe.as_dict()  # how it trained, kept with the row
     how = {"steps": BUDGET.steps, "batch_size": BUDGET.batch_size, "recipe": recipe}
     row = ResultRow.from_score(label, 5, score, **how, **size)
-    print(f"{name}, seed {seed}: trained in {history.wall_time_s:.0f} s; test {row.nats:.4f} nats")
+    trained = (
+        f"{name}, seed {seed}: trained in {history.wall_time_s:.0f} s; test {row.nats:.4f} nats"
+    )
+    print("\n".join(filter(None, [trained, tl.printed(model)])))  # your pieces' prints: one line
     return model, history, row
 
 
+print(tl.step_cost.measure(pieces, corpus, BUDGET).said())  # what training will take, first
 GPT_LABEL = "mini-GPT, d_model 128, 4 heads, 4 layers"
 gpt, gpt_history, gpt_row = train_and_score("gpt", pieces.model, tl.evaluate_gpt, SEED, GPT_LABEL)
 rows.append(gpt_row)
@@ -253,15 +263,14 @@ if RESULTS is not None and BUDGET.name == "full":
     record(RESULTS, {"rows": {"lstm_lab3": lab3_row.as_dict()}})
 
 # %% [markdown]
-# The next cell saves the model for 05 and 06 and, on Colab, copies it to your Drive now, not
-# at the end.
+# The next cell saves the model for 05 and 06 (on Colab, in your Drive).
 #
 # <details><summary>Where it goes</summary>
 #
 # The file lands beside this notebook, which is enough where the notebooks share a folder (a
 # local Jupyter). On Colab every notebook runs on a machine of its own and this file is gone with
 # this runtime, so the copy goes to `MyDrive/transformer-lab/`, where 05 and 06 look first (the
-# Drive is used as `USE_DRIVE` says, or as you answered). The file says which pieces the model is
+# Drive is used as `USE_DRIVE` says). The file says which pieces the model is
 # built from. Without your model, 05 and 06 use the mini-GPT the course recorded, and say so.
 #
 # </details>
@@ -301,7 +310,7 @@ plt.show()
 prompt = corpus.vocab.encode("ROMEO:\n")
 for label, model in (("mini-GPT", gpt), ("LSTM", lstm)):
     out = tl.generate(model, prompt, 300, temperature=0.8, seed=0)
-    print(f"--- {label} ---\n{corpus.vocab.decode(prompt + out.ids)}\n")
+    print(f"--- {label} ---\n{corpus.vocab.decode(prompt + out.ids)}\n{tl.printed(model)}")
 
 # %% [markdown]
 # ### Your `lm_metrics` beside PyTorch's

@@ -22,7 +22,7 @@ RESULTS = None  # and a JSON path that collects the measurements
 # %% tags=["parameters"]
 MODE = "auto"  # auto | full | quick | smoke | grade: how much compute the notebook spends
 DEVICE = "auto"  # auto | cpu | cuda | mps
-USE_DRIVE = None  # on Colab, look for your model in Google Drive? None: ask; True: yes; False: no
+USE_DRIVE = True  # on Colab, find your model in your Google Drive; to decline: USE_DRIVE = False
 
 # %%
 import matplotlib.pyplot as plt
@@ -33,6 +33,7 @@ from checkpoints import heads as check
 from checkpoints import yours
 
 DEVICE, BUDGET = tl.start_notebook(MODE, DEVICE)
+tl.use_drive(USE_DRIVE)  # on Colab, Google asks for your consent here
 
 # %%
 corpus = tl.load_corpus(DEVICE)
@@ -141,8 +142,8 @@ plt.show()
 # The cell under "The model you are looking at" looks for the model you trained in notebook 04,
 # in this order:
 #
-# 1. on Colab, in your Google Drive (`MyDrive/transformer-lab/mini_gpt.pt`, where 04 offers to
-#    copy it): it asks before mounting the Drive, unless `USE_DRIVE` at the top says already;
+# 1. on Colab, in your Google Drive (`MyDrive/transformer-lab/mini_gpt.pt`, where 04 copies
+#    it), mounted by the setup cell unless `USE_DRIVE = False`;
 # 2. beside this notebook (`mini_gpt.pt`), where 04 saves it: a local Jupyter, or 04 run in
 #    this same runtime;
 # 3. otherwise the mini-GPT the course trained and recorded with its baselines, from the

@@ -19,7 +19,7 @@
 # %% tags=["parameters"]
 MODE = "auto"  # auto | full | quick | smoke | grade: how much compute the notebook spends
 DEVICE = "auto"  # auto | cpu | cuda | mps
-USE_DRIVE = None  # on Colab, look for your model in Google Drive? None: ask; True: yes; False: no
+USE_DRIVE = True  # on Colab, find your model in your Google Drive; to decline: USE_DRIVE = False
 
 # %%
 import time
@@ -35,6 +35,7 @@ from transformer_lab.plots import StepClock, plot_step_times
 from transformer_lab.runtime import device_name
 
 DEVICE, BUDGET = tl.start_notebook(MODE, DEVICE)
+tl.use_drive(USE_DRIVE)  # on Colab, Google asks for your consent here
 
 # %% [markdown]
 # ## Challenge A · The multi-head layer (10 min)
@@ -188,7 +189,7 @@ hidden.challenge_b(MyBlock)
 # LayerNorm and the output layer $W_o$ of a `MiniGPT` and replaces its four blocks with
 # `MyBlock`s, each holding your attention layer, with the weights copied over. The weights are
 # those of a trained mini-GPT: yours from notebook 04 if it can be found (on Colab in your Google
-# Drive, `MyDrive/transformer-lab/`, asking before mounting it unless `USE_DRIVE` says already;
+# Drive, `MyDrive/transformer-lab/`, mounted by the setup cell unless `USE_DRIVE = False`;
 # else beside this notebook), otherwise the one the course recorded. The cell says which, and
 # for a recorded model which run and why.
 #

@@ -8,6 +8,7 @@ cell (visible checks, then hidden tests) follows it.
 
 from __future__ import annotations
 
+import linecache
 import re
 import textwrap
 from functools import cache
@@ -57,9 +58,18 @@ def run_exercise(
     if body is not None:
         exercise = inject(exercise, body)
     earlier = [cell(stem, grade_id) for grade_id in before]
-    for source in (prelude(stem), *earlier, exercise, cell(stem, check_id)):
-        exec(compile(source, f"<{stem}>", "exec"), namespace)
+    for number, source in enumerate((prelude(stem), *earlier, exercise, cell(stem, check_id))):
+        exec(compile(source, _cell_file(stem, number, source), "exec"), namespace)
     return namespace
+
+
+def _cell_file(stem: str, number: int, source: str) -> str:
+    """A cell's file name, its source kept in linecache as IPython keeps each cell's, so that
+    inspect and tracebacks read the student's lines as they do in a notebook."""
+    filename = f"<{stem} cell {number}>"
+    lines = source.splitlines(keepends=True)
+    linecache.cache[filename] = (len(source), None, lines, filename)
+    return filename
 
 
 def code_cells(stem: str, **parameters: str) -> list:

@@ -99,7 +99,7 @@ def test_one_concept_one_name():
         if "leak" in m or "future" in m or "mixes" in m
     }
     assert leaks - {"ex2.leak_above_diagonal", "ex2.leak_mask_refused"} == {
-        f"{name}.reads_the_future" for name in ("ex2", "ex6a", "ex6b", "leak")
+        f"{name}.reads_the_future" for name in ("ex2", "ex3", "ex6a", "ex6b", "leak")
     }
     names = {m for e in codes.REGISTRY.values() for m in e.mistakes | codes.SHARED}
     for word in names:

@@ -2,8 +2,8 @@
 core-minutes`' estimate (the known overruns marked, with their figures), a notebook that grows
 past its minutes fails, and docs/core_path.md is what that command writes now. The estimator's
 parts are tried on small fabricated notebooks: what is folded or set aside is not counted,
-solution lines are written, outputs are looked at, each checkpoint is met twice, the Drive asks
-once, the setup cell shows its title."""
+solution lines are written, outputs are looked at, each checkpoint is met twice, Google's consent
+to the Drive is met once, in the setup cell, the setup cell shows its title."""
 
 from __future__ import annotations
 
@@ -239,6 +239,9 @@ def test_the_workshop_notebook_opens_with_its_after_the_lab_section_folded(name)
 
 
 SHOWN = """\
+# %%
+tl.use_drive(USE_DRIVE)
+
 # %% [markdown]
 # ## Exercise 9 · Something (5 min)
 
@@ -266,20 +269,32 @@ def test_outputs_checkpoints_and_the_drive_are_counted_per_exercise():
         ("Exercise 9", 5),
         ("Exercise 10", 4),
     ]
-    assert parts[0][2] == CorePath()  # nothing before the first heading
+    # Google's consent, in the setup cell: the later uses of the Drive ask nothing
+    assert parts[0][2] == CorePath(lines_read=1, drive_prompts=1)
     first, second = parts[1][2], parts[2][2]
     model_lines = core_minutes.printed_model_lines()
     assert model_lines > 20  # the printed mini-GPT: its modules, one a line
     assert (first.figures, first.tables, first.printed, first.model_lines) == (1, 1, 1, model_lines)
-    assert (first.drive_prompts, first.checkpoints) == (1, 0)
-    # the Drive asks once a notebook; a checkpoint is met twice (one retry)
+    assert (first.drive_prompts, first.checkpoints) == (0, 0)
+    # a checkpoint is met twice (one retry)
     assert (second.drive_prompts, second.checkpoints, second.printed) == (0, 1, 1)
+    without_setup = (
+        "# %%\npieces = yours.load(USE_DRIVE)\nprint(tl.save_to_drive(path, USE_DRIVE))\n"
+    )
+    assert core_path_of(cells(without_setup)).drive_prompts == 0  # they follow, never ask
     assert second.minutes == pytest.approx(
         second.words / core_minutes.READ_WPM
         + 2 / core_minutes.CODE_LINES_PER_MIN
         + core_minutes.RETRY_MINUTES
         + core_minutes.PRINT_MINUTES
     )
+
+
+def test_each_notebook_meets_google_s_consent_once_in_its_opening():
+    """The Drive is decided in each notebook's setup cell, 01 included: no exercise waits on it."""
+    consents = {(e.name, e.exercise): e.path.drive_prompts for e in ROWS if e.path.drive_prompts}
+    openings = [(name, core_minutes.OPENING) for name in CORE]
+    assert consents == dict.fromkeys([*openings, ("06_stretch", "-")], 1)
 
 
 def test_a_setup_cell_shown_as_a_form_counts_its_title_line():

@@ -6,9 +6,10 @@ local copy of this checkout instead of GitHub. No notebook may need a file that 
 The start of such a runtime is what `make core-minutes` counts for each notebook: its recorded
 measurement must be of the setup cell the build writes now.
 
-The student's own model travels as on Colab, through their Google Drive: the stand-in's
+The student's own model travels as on Colab, through their Google Drive, mounted by each
+notebook's setup cell (`USE_DRIVE = True`, the default): the stand-in's
 `google.colab.drive.mount(path)` links a folder that outlives every runtime (the student's Drive)
-at `path`, so that 05 and 06, each on a machine of its own, find what 04 saved there."""
+at `path`, so that 05, on a machine of its own, finds what 04 saved there."""
 
 from __future__ import annotations
 
@@ -48,7 +49,7 @@ def solved_workshop(path: Path, config: dict) -> nbformat.NotebookNode:
 
 
 def run_alone(
-    path: Path, repository: Path, tmp_path: Path, env: dict | None = None, parameters=None
+    path: Path, repository: Path, tmp_path: Path, env: dict | None = None
 ) -> tuple[Path, dict[str, str]]:
     """Run the solved workshop notebook `path` in a fresh runtime under `tmp_path`, in smoke
     mode; the executed notebook and the runtime's environment. Papermill drives the kernel from
@@ -70,7 +71,7 @@ def run_alone(
         papermill.execute_notebook(
             notebook,
             notebook,
-            parameters={"MODE": "smoke", **(parameters or {})},
+            parameters={"MODE": "smoke"},
             cwd=content,
             kernel_name="python3",
             progress_bar=False,
@@ -86,9 +87,10 @@ def printed(notebook: Path) -> str:
 
 
 SOURCES = {p.stem: p for p in notebook_build.sources()}
-# Each notebook runs once. 04 and 05 as a student who lets them use the Drive, each on a machine
-# of its own; the rest with nobody at the keyboard, 06 among them: it looks for the student's
-# model as 05 does, so it shows the other answer (no Drive mounted, the course's model).
+# Each notebook runs once, with its defaults. 04 and 05 as a student whose Drive mounts, each on a
+# machine of its own; the rest as one whose Drive does not (the stand-in's sign-in fails), 06
+# among them: it looks for the student's model as 05 does, so it shows the other answer (no
+# Drive mounted, the course's model).
 THROUGH_DRIVE = ("04_training", "05_heads")
 
 
@@ -100,10 +102,7 @@ def runs(course_repository, tmp_path_factory) -> dict[str, tuple[Path, dict[str,
     for name, path in SOURCES.items():
         here = tmp_path_factory.mktemp(name)
         if name in THROUGH_DRIVE:
-            allowed = {"USE_DRIVE": True}  # the student's yes, given in advance
-            done[name] = run_alone(
-                path, course_repository, here, {"STANDIN_DRIVE": str(storage)}, allowed
-            )
+            done[name] = run_alone(path, course_repository, here, {"STANDIN_DRIVE": str(storage)})
         else:
             done[name] = run_alone(path, course_repository, here)
     return done
@@ -122,7 +121,7 @@ def test_each_notebook_runs_alone_in_a_fresh_runtime(name, runs):
     assert not {"torch", "numpy", "matplotlib"} & set(installed), installed  # the runtime's own
     assert sorted(p.name for p in content.iterdir()) == [notebook.name]  # nothing left behind
     assert not checkpoints_without_a_tick(executed)  # and every checkpoint passed
-    if name not in THROUGH_DRIVE:  # nobody can answer papermill's kernel: nothing is mounted
+    if name not in THROUGH_DRIVE:  # the sign-in failed in the setup cell: nothing is mounted
         assert not Path(env["TRANSFORMER_LAB_DRIVE"]).exists()
 
 
@@ -162,8 +161,9 @@ def test_the_model_04_trained_reaches_05_through_the_drive(runs):
     # 05 sets nothing recorded beside the student's own model: only its own distances.
     assert "You are looking at your own model" in said["05_heads"]
     assert "Recorded for run" not in said["05_heads"]
-    # 06, where nobody could allow the Drive, says so and studies the course's model.
-    assert "your Google Drive was not searched: nobody was there" in said["06_stretch"]
+    # 06, whose Drive could not be mounted, says so and studies the course's model.
+    assert "Your Google Drive could not be mounted" in said["06_stretch"]  # the setup cell
+    assert "your Google Drive was not searched: your Google Drive could not" in said["06_stretch"]
     assert "the course's recorded mini-GPT of run" in said["06_stretch"]
 
 

@@ -146,12 +146,19 @@ def test_an_edited_release_regrades_its_notebook(released, tmp_path):
 def test_each_notebook_keys_on_its_own_checks_and_the_shared_ones(released):
     shared = {"__init__.py", "_core.py", "_watch.py", "codes.py", "results.py"}
     # yours.py (02-06) finds the student's earlier pieces; grading never runs their checks.
+    # in_the_model.py (01-03) trains one step of the model on the exercise's piece.
     own = {
-        "01_attention": {"attention.py", "attention_hidden.py"},
-        "02_causal_mask": {"causal_mask.py", "causal_mask_hidden.py", "yours.py"},
+        "01_attention": {"attention.py", "attention_hidden.py", "in_the_model.py"},
+        "02_causal_mask": {
+            "causal_mask.py",
+            "causal_mask_hidden.py",
+            "in_the_model.py",
+            "yours.py",
+        },
         "03_positions": {
             "positions.py",
             "positions_hidden.py",
+            "in_the_model.py",
             "leak.py",
             "_devices.py",
             "yours.py",

@@ -1,7 +1,9 @@
 """Where notebooks 05 and 06 find a trained mini-GPT: the student's Google Drive (on Colab only,
-mounted with their consent), then beside the notebook, then the course's recorded model; and how
-notebook 04 puts the student's model in that Drive. Colab is played by a stand-in
-`google.colab.drive` whose `mount(path)` makes a folder (the student's Drive) appear at `path`."""
+mounted as the setup cell decided), then beside the notebook, then the course's recorded model;
+how notebook 04 puts the student's model in that Drive; and what the setup cell says about the
+Drive. Colab is played by a stand-in `google.colab.drive` whose `mount(path)` makes a folder (the
+student's Drive) appear at `path`. Nothing here may wait on input: `input()` raises in every test.
+"""
 
 import json
 import sys
@@ -11,9 +13,17 @@ from types import SimpleNamespace
 
 import pytest
 import torch
-from IPython.core.error import StdinNotImplementedError
 
-from transformer_lab import MiniGPT, load_trained_gpt, save_gpt, save_to_drive, saving
+from transformer_lab import (
+    MiniGPT,
+    load_trained_gpt,
+    save_gpt,
+    save_to_drive,
+    saving,
+    student,
+    use_drive,
+)
+from transformer_lab.attention import scaled_dot_product_attention
 from transformer_lab.baselines import ENV
 from transformer_lab.model import GPTConfig
 from transformer_lab.saving import DRIVE_ENV, TRAINED_GPT, sha256
@@ -28,13 +38,19 @@ def _model(seed: int) -> MiniGPT:
 
 @pytest.fixture(autouse=True)
 def a_fresh_kernel(monkeypatch):
-    """Each test starts as a notebook of its own: the student has answered nothing yet."""
-    monkeypatch.setattr(saving, "_answers", {})
+    """Each test starts as a notebook of its own, its setup cell not run yet; nobody types."""
+    _next_notebook(monkeypatch)
+    monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
+
+    def waits(prompt=""):
+        raise AssertionError(f"waited on input: {prompt}")
+
+    monkeypatch.setattr("builtins.input", waits)
 
 
 def _next_notebook(monkeypatch):
-    """Another notebook (a kernel of its own), which asks again."""
-    monkeypatch.setattr(saving, "_answers", {})
+    """Another notebook (a kernel of its own), which decides again."""
+    monkeypatch.setattr(saving, "_decision", None)
 
 
 @pytest.fixture
@@ -113,18 +129,11 @@ def not_colab(monkeypatch):
     monkeypatch.setitem(sys.modules, "google.colab", None)  # `import google.colab` fails
 
 
-def _answers(monkeypatch, answer):
-    """What the student types at input(); an exception class: nobody can answer."""
-    asked = []
-
-    def reply(prompt=""):
-        asked.append(prompt)
-        if isinstance(answer, type) and issubclass(answer, BaseException):
-            raise answer("no stdin")
-        return answer
-
-    monkeypatch.setattr("builtins.input", reply)
-    return asked
+def _setup_cell(capsys, wanted: bool) -> list[str]:
+    """What the setup cell prints, as `tl.use_drive(USE_DRIVE)` runs in it."""
+    capsys.readouterr()
+    use_drive(wanted)
+    return capsys.readouterr().out.splitlines()
 
 
 def test_the_drive_comes_first_then_beside_the_notebook_then_the_recorded_model(runtime, colab):
@@ -146,94 +155,113 @@ def test_the_drive_comes_first_then_beside_the_notebook_then_the_recorded_model(
     assert "the run recorded for your budget and device class" in origin
 
 
-def test_off_colab_the_drive_is_never_touched(runtime, not_colab, monkeypatch):
-    asked = _answers(monkeypatch, "y")
+def test_off_colab_the_drive_is_never_touched_and_the_setup_cell_says_nothing(
+    runtime, not_colab, capsys
+):
+    assert _setup_cell(capsys, True) == []
     save_gpt(_model(3), budget="quick", seed=3)
     _, info, run, origin = load_trained_gpt("quick", "cpu", use_drive=True)
     assert info["seed"] == 3 and run is None and "Drive" not in origin
-    said = save_to_drive(TRAINED_GPT, use_drive=True)
-    assert "beside them" in said and not asked
+    assert "beside them" in save_to_drive(TRAINED_GPT, use_drive=True)
     TRAINED_GPT.unlink()
     *_, run, origin = load_trained_gpt("quick", "cpu")
     assert run == "quick/cpu" and "Drive" not in origin
 
 
-def test_the_drive_is_mounted_only_with_the_student_s_yes(runtime, colab, monkeypatch):
+def test_the_setup_cell_mounts_the_drive_and_says_where_in_one_line(runtime, colab, capsys):
     save_gpt(_model(7), colab.model, budget="quick", seed=7)
-    asked = _answers(monkeypatch, "n")
-    *_, run, origin = load_trained_gpt("quick", "cpu")
-    assert run == "quick/cpu" and "you answered no" in origin and not colab.mounts
-    assert len(asked) == 1 and "Google Drive" in asked[0]
-    *_, run, origin = load_trained_gpt("quick", "cpu")  # the same notebook: asked once
-    assert run == "quick/cpu" and len(asked) == 1
-
-    # papermill, nbgrader and the pipeline's runs on Colab: the kernel refuses input
-    _next_notebook(monkeypatch)
-    _answers(monkeypatch, StdinNotImplementedError)
-    *_, run, origin = load_trained_gpt("quick", "cpu")
-    assert run == "quick/cpu" and "nobody was there" in origin and not colab.mounts
-
-    _next_notebook(monkeypatch)
-    _answers(monkeypatch, "y")
-    _, info, run, _ = load_trained_gpt("quick", "cpu")
-    assert info["seed"] == 7 and run is None and colab.mounts
+    assert _setup_cell(capsys, True) == [
+        "Using your Google Drive: your code and your trained model are kept in "
+        "MyDrive/transformer-lab/, where every notebook looks for them."
+    ]
+    assert colab.mounts == [str(colab.mountpoint)]  # Google's consent: here, in the setup cell
+    _, info, run, _ = load_trained_gpt("quick", "cpu", use_drive=True)
+    said = student.keep("attention", scaled_dot_product_attention, use_drive=True)
+    assert info["seed"] == 7 and run is None and len(colab.mounts) == 1  # no second mount
+    assert "MyDrive/transformer-lab/my_transformer.py in your Google Drive" in said
 
 
-def test_a_drive_mounted_already_is_read_without_asking_and_false_means_never(
-    runtime, colab, monkeypatch
-):
+def test_declining_says_how_to_change_it_and_the_notebook_keeps_to_it(runtime, colab, capsys):
     save_gpt(_model(7), colab.model, budget="quick", seed=7)
-    colab.mountpoint.parent.mkdir(parents=True)
-    colab.mountpoint.symlink_to(colab.storage)  # the student mounted it from Colab's sidebar
-    asked = _answers(monkeypatch, AssertionError)
-    _, info, run, _ = load_trained_gpt("quick", "cpu")
-    assert info["seed"] == 7 and run is None and not asked and not colab.mounts
-    *_, run, origin = load_trained_gpt("quick", "cpu", use_drive=False)
-    assert run == "quick/cpu" and "USE_DRIVE is False" in origin
+    assert _setup_cell(capsys, False) == [
+        "Not using your Google Drive (USE_DRIVE is False): your code and model from the other "
+        "notebooks are not read (the course's stand in for them), and what you do here stays on "
+        "this machine. To use it, set USE_DRIVE = True in the cell above and run it, then this "
+        "cell."
+    ]
+    *_, run, origin = load_trained_gpt("quick", "cpu", use_drive=None)
+    assert run == "quick/cpu" and "your Google Drive was not searched: USE_DRIVE is False" in origin
+    said = student.keep("attention", scaled_dot_product_attention, use_drive=None)
+    assert "not in your Google Drive: USE_DRIVE is False" in said and not colab.mounts
 
 
-def test_a_mount_that_fails_falls_back_and_says_why(runtime, colab, monkeypatch):
+def test_a_mount_that_fails_says_why_and_what_to_do_once(runtime, colab, capsys, monkeypatch):
     def refused(path, **kwargs):
+        colab.mounts.append(path)
         raise ValueError("mount failed")
 
     monkeypatch.setattr(sys.modules["google.colab.drive"], "mount", refused)
+    [said] = _setup_cell(capsys, True)
+    assert said.startswith("Your Google Drive could not be mounted (mount failed): ")
+    assert "Run this cell again and allow the access in Google's window" in said
+    assert "USE_DRIVE = False" in said
     *_, run, origin = load_trained_gpt("quick", "cpu", use_drive=True)
     assert run == "quick/cpu" and "could not be mounted (mount failed)" in origin
+    assert len(colab.mounts) == 1  # the later uses do not try again: Google's window stays away
 
 
-def test_04_copies_the_model_to_the_drive_only_when_the_student_agrees(runtime, colab, monkeypatch):
-    saved = save_gpt(_model(3), budget="quick", seed=3)
-    asked = _answers(monkeypatch, StdinNotImplementedError)
-    said = save_to_drive(saved)
-    assert "Not saved to your Google Drive" in said and not colab.mounts
-    assert not colab.model.exists() and len(asked) == 1
+def test_while_grading_the_drive_is_never_mounted(runtime, colab, capsys, monkeypatch):
+    monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")
+    save_gpt(_model(7), colab.model, budget="quick", seed=7)
+    assert _setup_cell(capsys, True) == []
+    *_, run, _ = load_trained_gpt("quick", "cpu", use_drive=True)
+    assert run == "quick/cpu" and not colab.mounts
+
+
+def test_without_a_setup_cell_the_first_use_decides_as_use_drive_says(runtime, colab, monkeypatch):
+    save_gpt(_model(7), colab.model, budget="quick", seed=7)
+    *_, run, origin = load_trained_gpt("quick", "cpu", use_drive=False)
+    assert run == "quick/cpu" and "USE_DRIVE is False" in origin and not colab.mounts
+    *_, run, _ = load_trained_gpt("quick", "cpu", use_drive=True)  # decided: it holds
+    assert run == "quick/cpu" and not colab.mounts
 
     _next_notebook(monkeypatch)
-    asked = _answers(monkeypatch, "yes")
-    said = save_to_drive(saved)
-    assert colab.model.read_bytes() == saved.read_bytes() and colab.mounts
-    assert "MyDrive/transformer-lab/mini_gpt.pt" in said and len(asked) == 1
+    _, info, run, _ = load_trained_gpt("quick", "cpu")  # None: the notebooks' default, yes
+    assert info["seed"] == 7 and run is None and colab.mounts
+
+
+def test_04_copies_the_model_to_the_drive_as_the_setup_cell_decided(
+    runtime, colab, capsys, monkeypatch
+):
+    saved = save_gpt(_model(3), budget="quick", seed=3)
+    _setup_cell(capsys, False)
+    said = save_to_drive(saved, use_drive=False)
+    assert "Not saved to your Google Drive: USE_DRIVE is False" in said
+    assert not colab.mounts and not colab.model.exists()
+
+    _next_notebook(monkeypatch)
+    _setup_cell(capsys, True)
+    said = save_to_drive(saved, use_drive=True)
+    assert colab.model.read_bytes() == saved.read_bytes()
+    assert "MyDrive/transformer-lab/mini_gpt.pt" in said
     # written through at once: the student may free the T4 now, not a minute later
     assert colab.flushed and not colab.mountpoint.exists() and "free this runtime" in said
-    save_to_drive(saved)  # the same notebook: its one question was answered
-    assert len(asked) == 1
-
-    _next_notebook(monkeypatch)
-    asked = _answers(monkeypatch, "n")  # writing to the Drive asks first, every notebook
     colab.model.unlink()
-    save_to_drive(saved)
-    assert len(asked) == 1 and not colab.model.exists()
+    save_to_drive(saved, use_drive=True)  # again: mounted again, as decided, without asking
+    assert colab.model.exists() and len(colab.mounts) == 2
 
 
 def test_the_model_travels_from_04_to_a_fresh_runtime_through_the_drive(
-    runtime, colab, tmp_path, monkeypatch
+    runtime, colab, tmp_path, monkeypatch, capsys
 ):
-    save_to_drive(save_gpt(_model(5), budget="quick", seed=5), use_drive=True)  # notebook 04
+    _setup_cell(capsys, True)  # notebook 04
+    save_to_drive(save_gpt(_model(5), budget="quick", seed=5), use_drive=True)
     colab.unmount()  # notebook 05, on a machine of its own: nothing beside it, nothing mounted
+    _next_notebook(monkeypatch)
     fresh = tmp_path / "another-runtime"
     fresh.mkdir()
     monkeypatch.chdir(fresh)
-    _answers(monkeypatch, "y")
-    _, info, run, origin = load_trained_gpt("quick", "cpu")
+    _setup_cell(capsys, True)
+    _, info, run, origin = load_trained_gpt("quick", "cpu", use_drive=True)
     assert info["seed"] == 5 and run is None and "from your Google Drive" in origin
     assert len(colab.mounts) == 2

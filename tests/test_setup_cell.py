@@ -1,7 +1,8 @@
 """The setup cell, as a student on Colab meets it when something is wrong: a clone or an install
 that fails says in one line what happened and what to do, no traceback, in a real IPython kernel
-with a stand-in `google.colab`; a failed try leaves nothing that stops the next one. And the ref
-the notebooks pin names a tag of this repository, since that is what their setup clones."""
+with a stand-in `google.colab`; a failed try leaves nothing that stops the next one. The
+notebook's own setup decides about the Drive there, in one line. And the ref the notebooks pin
+names a tag of this repository, since that is what their setup clones."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import pytest
 from nbclient import NotebookClient
 from paths import ROOT
 
-from maintainer import notebook_build, setup_cell, student_package
+from maintainer import fresh_runtime, notebook_build, setup_cell, student_package
 
 REF = notebook_build.settings()["ref"]
 
@@ -113,6 +114,44 @@ def test_a_failing_setup_says_what_happened_and_what_to_do_in_one_line(case, fai
     assert "Traceback" not in shown[0] and "\x1b[" not in shown[0]  # no colour codes either
     # Nothing left that would make a second run skip the failed step.
     assert not (home / "transformer-lab").exists()
+
+
+def test_on_colab_the_setup_cell_decides_the_drive_and_says_so_in_one_line(tmp_path):
+    """Notebook 01's parameters cell, then its call to `tl.use_drive`, in a real kernel with a
+    stand-in `google.colab` whose Drive mount links a folder: the default mounts the Drive there
+    and says where, in one line; `USE_DRIVE = False` says so and how to change it."""
+    standin, storage, mountpoint = tmp_path / "standin", tmp_path / "storage", tmp_path / "drive"
+    (standin / "google" / "colab").mkdir(parents=True)
+    (standin / "google" / "__init__.py").write_text("")
+    (standin / "google" / "colab" / "__init__.py").write_text('"""Stand-in for Colab."""\n')
+    (standin / "google" / "colab" / "drive.py").write_text(fresh_runtime.STANDIN_DRIVE)
+    source = notebook_build.source_notebook(ROOT / "solutions" / "01_attention.py")
+    parameters = next(c for c in source.cells if "parameters" in c.metadata.get("tags", []))
+    nb = nbformat.v4.new_notebook()
+    for code in (
+        parameters.source,
+        "import transformer_lab as tl\ntl.use_drive(USE_DRIVE)",
+        "USE_DRIVE = False\ntl.use_drive(USE_DRIVE)",
+    ):
+        nb.cells.append(nbformat.v4.new_code_cell(code))
+    env = {
+        "PATH": os.environ["PATH"],
+        "HOME": str(tmp_path),
+        "PYTHONPATH": str(standin),
+        "STANDIN_DRIVE": str(storage),  # the student's Drive
+        "TRANSFORMER_LAB_DRIVE": str(mountpoint),  # where Colab mounts it
+        "LANG": "C.UTF-8",
+    }
+    NotebookClient(nb, timeout=120, resources={"metadata": {}}).execute(env=env, cwd=str(tmp_path))
+    said = ["".join(o.get("text", "") for o in cell.outputs) for cell in nb.cells]
+    assert said[0] == ""
+    assert said[1] == (
+        "Using your Google Drive: your code and your trained model are kept in "
+        "MyDrive/transformer-lab/, where every notebook looks for them.\n"
+    )
+    assert (mountpoint / "MyDrive").is_dir()  # mounted by the setup cell, before any exercise
+    assert said[2].count("\n") == 1 and said[2].startswith("Not using your Google Drive")
+    assert "set USE_DRIVE = True in the cell above" in said[2]
 
 
 def test_the_ref_check_reads_the_tags_of_a_repository(tiny_repository, tmp_path):

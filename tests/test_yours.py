@@ -16,6 +16,7 @@ import torch
 
 import transformer_lab as tl
 from checkpoints import _core, leak, yours
+from checkpoints import attention as attention_check
 from checkpoints import causal_mask as mask_check
 from checkpoints._core import CheckFailed
 from transformer_lab import saving, student
@@ -62,7 +63,7 @@ def notebook_folder(tmp_path, monkeypatch):
     """A notebook's folder, off Colab, in a kernel that has answered nothing yet."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.setitem(sys.modules, "google.colab", None)
-    monkeypatch.setattr(saving, "_answers", {})
+    monkeypatch.setattr(saving, "_decision", None)
     monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
     return tmp_path
 
@@ -76,12 +77,14 @@ def kernel(monkeypatch):
 
 
 def test_a_passing_checkpoint_keeps_the_function_as_readable_source(notebook_folder, kernel):
-    _core.keep("attention", scaled_dot_product_attention)
-    _core.keep("mask", causal_mask)
+    _core.keep("attention", scaled_dot_product_attention, attention_check.exercise_1)
+    _core.keep("mask", causal_mask, mask_check.exercise_2)
     text = (notebook_folder / MODULE).read_text()
     assert "torch.einsum(" in text and "def causal_mask(T):" in text
     compile(text, str(MODULE), "exec")  # a module the student can read and run
-    _core.keep("attention", unscaled)  # the checkpoint passed again, on a newer version
+    _core.keep(
+        "attention", unscaled, attention_check.exercise_1
+    )  # the checkpoint passed again, on a newer version
     text = (notebook_folder / MODULE).read_text()
     assert "def unscaled(" in text and "torch.einsum(" not in text
     assert "scaled_dot_product_attention = unscaled" in text and "def causal_mask(T):" in text
@@ -89,10 +92,10 @@ def test_a_passing_checkpoint_keeps_the_function_as_readable_source(notebook_fol
 
 def test_without_a_kernel_or_while_grading_nothing_is_kept(notebook_folder, kernel, monkeypatch):
     monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")
-    _core.keep("attention", scaled_dot_product_attention)
+    _core.keep("attention", scaled_dot_product_attention, attention_check.exercise_1)
     monkeypatch.delenv("NBGRADER_EXECUTION")
     monkeypatch.setattr(_core, "notebook_shell", lambda: None)  # a test, a script
-    _core.keep("attention", scaled_dot_product_attention)
+    _core.keep("attention", scaled_dot_product_attention, attention_check.exercise_1)
     assert not (notebook_folder / MODULE).exists()
 
 
@@ -109,8 +112,8 @@ def test_without_anything_kept_each_piece_is_the_course_s_and_says_so(notebook_f
 
 
 def test_kept_pieces_are_loaded_checked_again_and_named(notebook_folder, kernel, capsys):
-    _core.keep("attention", scaled_dot_product_attention)
-    _core.keep("mask", causal_mask)
+    _core.keep("attention", scaled_dot_product_attention, attention_check.exercise_1)
+    _core.keep("mask", causal_mask, mask_check.exercise_2)
     capsys.readouterr()
     pieces = yours.load()
     said = capsys.readouterr().out.splitlines()
@@ -166,17 +169,17 @@ def test_the_drive_carries_the_pieces_to_a_fresh_runtime(tmp_path, monkeypatch, 
     monkeypatch.setitem(sys.modules, "google.colab", colab)
     monkeypatch.setitem(sys.modules, "google.colab.drive", drive)
     monkeypatch.setenv(saving.DRIVE_ENV, str(mountpoint))
-    monkeypatch.setattr(saving, "_answers", {})
+    monkeypatch.setattr(saving, "_decision", None)  # a kernel whose setup cell has not run yet
+    monkeypatch.setattr("builtins.input", lambda prompt="": pytest.fail("waited on input"))
     (tmp_path / "runtime-01").mkdir()
     monkeypatch.chdir(tmp_path / "runtime-01")
-    monkeypatch.setattr("builtins.input", lambda prompt="": "n")
+    tl.use_drive(False)  # notebook 01's setup cell, USE_DRIVE = False
     said = student.keep("attention", scaled_dot_product_attention)
-    assert "beside this notebook, not in your Google Drive: you answered no" in said
+    assert "beside this notebook, not in your Google Drive: USE_DRIVE is False" in said
     assert "will use the course's instead" in said and MODULE.is_file()
     MODULE.unlink()
 
-    monkeypatch.setattr(saving, "_answers", {})  # notebook 01 again, another day: yes
-    monkeypatch.setattr("builtins.input", lambda prompt="": "y")
+    tl.use_drive(True)  # notebook 01 again, another day: USE_DRIVE = True
     said = student.keep("attention", scaled_dot_product_attention)
     assert "MyDrive/transformer-lab/my_transformer.py in your Google Drive" in said
     assert not MODULE.exists()  # not beside the notebook: that folder dies with the runtime
@@ -184,7 +187,7 @@ def test_the_drive_carries_the_pieces_to_a_fresh_runtime(tmp_path, monkeypatch, 
     mountpoint.unlink()  # notebook 02, on a machine of its own
     (tmp_path / "runtime-02").mkdir()
     monkeypatch.chdir(tmp_path / "runtime-02")
-    monkeypatch.setattr(saving, "_answers", {})
+    tl.use_drive(True)
     pieces = yours.load()
     assert pieces.attention.yours
     assert (
@@ -283,3 +286,24 @@ def test_a_mask_built_on_the_host_reaches_the_gpu_once_not_at_every_step():
         model(idx[:, :5].to(DEVICE))  # another T: another mask, copied again
         assert model.blocks[0].attn._mask_copy[1].shape == (5, 5)
     assert calls == [8] * TINY.n_layers * 2 + [5] * TINY.n_layers  # called at every step
+
+
+def test_a_piece_that_fails_again_says_why_in_the_error_s_own_words(notebook_folder, capsys):
+    """The kept attention calls a helper that did not travel: the line names the error's own
+    text and the line of my_transformer.py to open, not an empty message."""
+    lost = (
+        "def scaled_dot_product_attention(Q, K, V, allowed=None):\n"
+        "    scores = Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])\n"
+        "    A = softmax_rows(scores)\n"
+        "    return A @ V, A"
+    )
+    student.write_module(MODULE, {"attention": lost})
+    yours.load()
+    said = capsys.readouterr().out.splitlines()[0]
+    assert said.startswith("attention: the course's: your scaled_dot_product_attention")
+    line = MODULE.read_text().splitlines().index("    A = softmax_rows(scores)") + 1
+    assert (
+        f"raised NameError: name 'softmax_rows' is not defined (line {line} of "
+        "my_transformer.py: `A = softmax_rows(scores)`)."
+    ) in said
+    assert "The traceback above" not in said  # a later notebook shows no traceback

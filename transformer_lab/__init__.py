@@ -1,5 +1,6 @@
 """Helper package of the Transformer Lab notebooks: data, models, training, evaluation, sampling."""
 
+from . import step_cost
 from .attention import causal_mask, scaled_dot_product_attention
 from .data import Corpus, CorpusError, Vocab, load_corpus, sample_batch
 from .evaluate import Score, evaluate_gpt, evaluate_lstm, evaluate_ngram
@@ -26,8 +27,16 @@ from .runtime import (
     start_notebook,
 )
 from .sample import Generation, filter_probs, generate
-from .saving import TRAINED_GPT, TrainedGPT, load_gpt, load_trained_gpt, save_gpt, save_to_drive
-from .student import Piece, Pieces
+from .saving import (
+    TRAINED_GPT,
+    TrainedGPT,
+    load_gpt,
+    load_trained_gpt,
+    save_gpt,
+    save_to_drive,
+    use_drive,
+)
+from .student import Piece, Pieces, printed
 from .train import DEFAULT_LR, LAB3_RECIPE, Recipe, TrainHistory, choose_lr, train_lm
 
 __all__ = [
@@ -67,6 +76,7 @@ __all__ = [
     "load_gpt",
     "load_trained_gpt",
     "pick_device",
+    "printed",
     "precision_for",
     "resolve_device",
     "resolve_mode",
@@ -75,6 +85,8 @@ __all__ = [
     "save_to_drive",
     "scaled_dot_product_attention",
     "set_seed",
+    "step_cost",
     "start_notebook",
     "train_lm",
+    "use_drive",
 ]

@@ -1,10 +1,11 @@
 """Save a trained model with what it took to make it; load it back.
 
-Notebook 04 saves the mini-GPT it trained beside itself (`mini_gpt.pt`) and, on Colab, offers to
-copy it into the student's Google Drive. On Colab every notebook gets a machine of its own, so the
-Drive is the one place where 05 and 06 can find that model again (and where the student's code of
-01-03 travels, transformer_lab/student.py). A notebook asks once, at its first use of the Drive;
-`USE_DRIVE` answers in advance. They look for the student's own
+Notebook 04 saves the mini-GPT it trained beside itself (`mini_gpt.pt`) and, on Colab, copies it
+into the student's Google Drive. On Colab every notebook gets a machine of its own, so the Drive
+is the one place where 05 and 06 can find that model again (and where the student's code of 01-03
+travels, transformer_lab/student.py). Each notebook decides once, in its setup cell, as its
+`USE_DRIVE` says (`use_drive`: Google's consent appears there, before any exercise); every later
+use of the Drive follows that decision and asks nothing. 05 and 06 look for the student's own
 model there first, then beside the notebook (a local Jupyter, where every notebook shares the
 folder), and only then take the model the course recorded beside data/baselines.json. Whichever it
 is, they are told which run it came from, so that what they show beside it belongs to that run.
@@ -70,63 +71,87 @@ def _colab_drive():
     return drive
 
 
-# One question a notebook, for every use of the Drive in it (the student's code and the model).
-QUESTION = (
-    f"Use your Google Drive ({DRIVE_FOLDER}) to keep your code and your trained model between "
-    "notebooks? On Colab each notebook runs on a machine of its own."
-)
-_answers: dict[str, bool | None] = {}  # this kernel's answer, once given
+# Why the Drive is not used, as a clause of the sentences that say so.
+DECLINED = "USE_DRIVE is False"
+GRADING = "the notebook is being graded"
+# This kernel's decision, made once (the setup cell's use_drive): (folder, None) or (None, why).
+_decision: tuple[Path | None, str | None] | None = None
 
 
-def _agrees(question: str) -> bool | None:
-    """The student's answer: True for yes, False for no, None where nobody can answer. There
-    (papermill, nbgrader, the pipeline's runs on Colab) the kernel refuses input, and nothing is
-    mounted: Google's sign-in would wait for a click that never comes."""
-    try:
-        answer = input(f"{question} [y/N] ")
-    except (NotImplementedError, EOFError, OSError):  # IPython's StdinNotImplementedError is one
-        return None
-    return answer.strip().lower() in ("y", "yes")
-
-
-def _asked_once() -> bool | None:
-    """The student's answer to QUESTION, asked at the first use of the Drive in this kernel."""
-    if "drive" not in _answers:
-        _answers["drive"] = _agrees(QUESTION)
-    return _answers["drive"]
-
-
-def drive_folder(use_drive: bool | None, writing: bool):
-    """(the course's folder in the mounted Drive, None) or (None, why there is none).
-
-    use_drive: True mounts without asking, False never uses the Drive, None asks once a
-    notebook. A Drive the student mounted already is read without asking, and written to only
-    once they said yes.
-    """
-    drive = _colab_drive()
-    if drive is None:
-        return None, OFF_COLAB
-    if use_drive is False:
-        return None, "USE_DRIVE is False"
-    mounted = (drive_mount() / DRIVE_FOLDER.parts[0]).is_dir()
-    if use_drive is None and (writing or not mounted):
-        answer = _asked_once()
-        if answer is None:
-            return None, "nobody was there to allow it (USE_DRIVE = True allows it in advance)"
-        if not answer:
-            return None, "you answered no (USE_DRIVE = True uses it without asking)"
-    if not mounted:
+def _mounted(drive) -> tuple[Path | None, str | None]:
+    """The course's folder in the Drive, mounted first where it is not: the first mount of a
+    runtime shows Google's consent (the account, then the access) under the running cell."""
+    if not (drive_mount() / DRIVE_FOLDER.parts[0]).is_dir():
         try:
             drive.mount(str(drive_mount()))
-        except Exception as error:  # a refused sign-in, a Drive that does not answer
+        except Exception as error:  # a refused consent, a Drive that does not answer
             return None, f"your Google Drive could not be mounted ({error})"
     return drive_mount() / DRIVE_FOLDER, None
 
 
+def _decide(wanted: bool) -> tuple[Path | None, str | None]:
+    """Off Colab nothing; while grading nothing (nobody signs in to Google there, and the mount
+    would wait for ever); else the mounted Drive if `wanted`. A run nobody attends on Colab (the
+    pipeline) passes USE_DRIVE = False."""
+    drive = _colab_drive()
+    if drive is None:
+        return None, OFF_COLAB
+    if os.environ.get("NBGRADER_EXECUTION"):
+        return None, GRADING
+    if not wanted:
+        return None, DECLINED
+    return _mounted(drive)
+
+
+def _said(folder: Path | None, why_not: str | None) -> str:
+    """The setup cell's one line on Colab: where the code and model are kept, or why not."""
+    if folder is not None:
+        return (
+            "Using your Google Drive: your code and your trained model are kept in "
+            f"{DRIVE_FOLDER}/, where every notebook looks for them."
+        )
+    apart = (
+        "your code and model from the other notebooks are not read (the course's stand in for "
+        "them), and what you do here stays on this machine"
+    )
+    if why_not == DECLINED:
+        return (
+            f"Not using your Google Drive ({DECLINED}): {apart}. To use it, set USE_DRIVE = True "
+            "in the cell above and run it, then this cell."
+        )
+    return (
+        f"{why_not[0].upper()}{why_not[1:]}: {apart}. Run this cell again and allow the access in "
+        "Google's window, or set USE_DRIVE = False in the cell above to go on without it."
+    )
+
+
+def use_drive(wanted: bool = True) -> None:
+    """The setup cell's decision about the Drive, for the whole notebook: on Colab, mount it
+    now if `wanted` (Google asks for consent here, not under a checkpoint), and say in one line
+    where the code and model will be kept, or why not. Off Colab it does nothing."""
+    global _decision
+    _decision = _decide(wanted)
+    if _decision[1] not in (OFF_COLAB, GRADING):  # no Drive to speak of; no student to read
+        print(_said(*_decision))
+
+
+def drive_folder(use_drive: bool | None, writing: bool):
+    """(the course's folder in the mounted Drive, None) or (None, why there is none), as this
+    kernel decided in its setup cell, for reading and `writing` alike. Never asks: where no
+    setup cell ran, `use_drive` decides now (None: the notebooks' default, yes), once. A Drive
+    that save_to_drive flushed and unmounted is mounted again."""
+    global _decision
+    if _decision is None:
+        _decision = _decide(use_drive is not False)
+    if _decision[0] is None:
+        return _decision
+    return _mounted(_colab_drive())
+
+
 def save_to_drive(path: str | Path = TRAINED_GPT, use_drive: bool | None = None) -> str:
-    """On Colab, copy the saved model `path` into the student's Drive, as the student allowed
-    (asked once a notebook) or `use_drive` says; a sentence that says what happened and what 05
-    and 06 will use."""
+    """On Colab, copy the saved model `path` into the student's Drive, as the setup cell decided
+    (or `use_drive` says, where it did not); a sentence that says what happened and what 05 and
+    06 will use."""
     folder, why_not = drive_folder(use_drive, writing=True)
     if folder is None:
         if why_not == OFF_COLAB:

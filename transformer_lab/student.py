@@ -2,17 +2,21 @@
 
 When Exercise 1 (the attention), 2 (the causal mask) or 3 (the input step) passes its checkpoint,
 the student's function is kept as readable source in one small module of their own,
-`my_transformer.py`, as CS336 keeps a student's code behind tests/adapters.py. The later notebooks
-find it where notebook 04 leaves the trained model (transformer_lab/saving.py): on Colab in the
-student's Google Drive (`MyDrive/transformer-lab/`, asked once a notebook, `USE_DRIVE` answering
-in advance), elsewhere beside the notebook. A piece that is missing or fails to import is the
-course's, and each notebook says whose each piece is. The re-run of a piece's own checkpoint, and
-the rule that grading uses none of this, live with the checks (checkpoints/yours.py).
+`my_transformer.py`, as CS336 keeps a student's code behind tests/adapters.py, with what it reads
+from the notebook (transformer_lab/needs.py). The later notebooks find it where notebook 04 leaves
+the trained model (transformer_lab/saving.py): on Colab in the student's Google Drive
+(`MyDrive/transformer-lab/`, mounted or declined once, in each notebook's setup cell, as
+`USE_DRIVE` says), elsewhere beside the notebook. A piece that is missing or fails to import is
+the course's, and each notebook says whose each piece is. The re-run of a piece's own checkpoint,
+and the rule that grading uses none of this, live with the checks (checkpoints/yours.py).
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import inspect
+import io
 import re
 import textwrap
 import types
@@ -23,6 +27,7 @@ from typing import NamedTuple
 
 from .attention import causal_mask, scaled_dot_product_attention
 from .model import GPTConfig, MiniGPT, embed_with_positions
+from .needs import needed
 from .saving import DRIVE_FOLDER, OFF_COLAB, drive_folder
 
 MODULE = Path("my_transformer.py")  # beside the notebook, or in the Drive's course folder
@@ -115,10 +120,14 @@ class Pieces(NamedTuple):
     def plug(self, model: MiniGPT, *, explicit: bool = False) -> MiniGPT:
         """Run `model` on the student's pieces. The course's pieces stay the package's, where
         training takes PyTorch's fused kernel; `explicit` puts the course's functions in too, so
-        that every attention step runs Equations 3-4 as written (the leak tests)."""
+        that every attention step runs Equations 3-4 as written (the leak tests). What the
+        student's pieces print while the model runs is held back and counted (`printed`)."""
+        model.printed = held = Printed()
 
         def chosen(piece: Piece):
-            return piece.fn if piece.yours or explicit else None
+            if piece.yours:
+                return held.hold(piece)
+            return piece.fn if explicit else None
 
         model.use_attention(chosen(self.attention)).use_mask(chosen(self.mask))
         model.embed = chosen(self.embedding)
@@ -130,6 +139,58 @@ class Pieces(NamedTuple):
     def using(self, name: str, fn: Callable, why: str) -> Pieces:
         """These pieces with the student's `fn` as `name` (written in this notebook)."""
         return self._replace(**{name: Piece(SPECS[name], fn, True, why)})
+
+
+class Printed:
+    """What the student's pieces print while a model runs on them. A debugging print left in
+    the attention runs in every layer of every step, evaluation and sampled character:
+    thousands of lines that would slow the notebook's page. They are held back and counted,
+    and `summary` says in one line how many there were, whose, and the first of them."""
+
+    def __init__(self):
+        self.lines, self.first, self.whose = 0, "", []
+
+    def hold(self, piece: Piece) -> Callable:
+        fn = piece.fn
+
+        @functools.wraps(fn)
+        def held(*args, **kwargs):
+            buffer = io.StringIO()
+            try:
+                with contextlib.redirect_stdout(buffer):
+                    return fn(*args, **kwargs)
+            finally:
+                self._count(piece, buffer.getvalue())
+
+        return held
+
+    def _count(self, piece: Piece, text: str) -> None:
+        lines = text.splitlines()
+        if not lines:
+            return
+        self.first = self.first or lines[0]
+        self.lines += len(lines)
+        if piece.whose not in self.whose:
+            self.whose.append(piece.whose)
+
+    def summary(self) -> str:
+        """'' where nothing was printed; else one line, and the count starts again."""
+        if not self.lines:
+            return ""
+        first = self.first if len(self.first) <= 80 else self.first[:77] + "..."
+        said = (
+            f"{' and '.join(self.whose).capitalize()} printed {self.lines:,} lines while the "
+            f"model ran, held back here; the first: {first!r}. Remove the print from the "
+            "notebook that wrote it and run its checkpoint again, once you no longer need it."
+        )
+        self.__init__()
+        return said
+
+
+def printed(model) -> str:
+    """One line on what the student's pieces printed while `model` ran ('' if nothing)."""
+    held = getattr(model, "printed", None)
+    return held.summary() if held is not None else ""
 
 
 def course_pieces(why: str) -> Pieces:
@@ -148,17 +209,19 @@ def _where(folder: Path | None) -> tuple[Path, str]:
 def _sections(text: str) -> dict[str, str]:
     """name -> source of each piece the module holds, in the order written."""
     marks = list(_SECTION.finditer(text))
-    ends = [m.start() for m in marks[1:]] + [len(text)]
+    ends = [m.start() for m in marks[1:]] + [len(text)] if marks else []
     return {m.group(1): text[m.end() : end].strip("\n") for m, end in zip(marks, ends, strict=True)}
 
 
 def source_of(name: str, fn: Callable) -> str:
-    """The student's function as source, named as its exercise names it."""
+    """The student's function as source, named as its exercise names it, below what it needs
+    from the notebook (transformer_lab/needs.py)."""
     source = textwrap.dedent(inspect.getsource(fn)).strip("\n")
     function = SPECS[name].function
     if fn.__name__ != function:
         source += f"\n\n\n{function} = {fn.__name__}"
-    return source
+    above = needed(fn).source()
+    return f"{above}\n\n\n{source}" if above else source
 
 
 def write_module(path: Path, sections: dict[str, str]) -> None:
@@ -171,10 +234,11 @@ def write_module(path: Path, sections: dict[str, str]) -> None:
 
 
 def keep(name: str, fn: Callable, use_drive: bool | None = None) -> str:
-    """Copy the student's function into their module; a sentence that says where, or why not."""
+    """Copy the student's function, with what it needs, into their module; sentences that say
+    where, or why not, and which names it reads could not come with it."""
     spec = SPECS[name]
     try:
-        source = source_of(name, fn)
+        source, missing = source_of(name, fn), needed(fn).missing
     except (OSError, TypeError) as err:  # defined where Python keeps no source
         return f"Your {name} was not kept for the later notebooks: no source to copy ({err})."
     folder, why_not = drive_folder(use_drive, writing=True)
@@ -182,11 +246,18 @@ def keep(name: str, fn: Callable, use_drive: bool | None = None) -> str:
     sections = _sections(path.read_text()) if path.is_file() else {}
     sections[name] = source
     write_module(path, sections)
+    said = f"Kept your {spec.function} in {where}"
     if why_not in (None, OFF_COLAB):
-        return f"Kept your {spec.function} in {where}: the later notebooks build the model from it."
-    return (
-        f"Kept your {spec.function} in {where}, not in your Google Drive: {why_not}. On Colab the "
-        "later notebooks, each on a machine of its own, will use the course's instead."
+        said += ": the later notebooks build the model from it."
+    else:
+        said += (
+            f", not in your Google Drive: {why_not}. On Colab the later notebooks, each on a "
+            "machine of its own, will use the course's instead."
+        )
+    return said + "".join(
+        f"\n{name!r} did not come with it: {why}. Define it inside {spec.function}, or in this "
+        "notebook as a def, a constant or an import, then run this checkpoint again."
+        for name, why in missing.items()
     )
 
 
@@ -207,11 +278,17 @@ def find(use_drive: bool | None = None) -> tuple[Path | None, str, str]:
     return None, "", f"beside this notebook, and your Google Drive was not searched: {why_not}"
 
 
-def _imported(name: str, source: str, where: str) -> Callable:
-    """The function `source` defines, run under the module's header in a module of its own."""
+def _imported(name: str, text: str, where: str) -> Callable:
+    """The function that piece `name`'s section of the module `text` defines, run under the
+    module's header in a module of its own, each line at its line of the file: a traceback, and
+    a check's message, then point at the line the student can open."""
+    mark = next(m for m in _SECTION.finditer(text) if m.group(1) == name)
+    source = _sections(text)[name]
+    first = text.count("\n", 0, text.index(source, mark.end()))  # lines above the section's code
     module = types.ModuleType(MODULE.stem)
     module.__file__ = where
-    exec(compile(f"{HEADER}\n{source}\n", where, "exec"), module.__dict__)
+    exec(compile(HEADER, where, "exec"), module.__dict__)
+    exec(compile("\n" * first + source + "\n", where, "exec"), module.__dict__)
     fn = module.__dict__.get(SPECS[name].function)
     if not callable(fn):
         raise NameError(f"it defines no function {SPECS[name].function}")
@@ -222,7 +299,8 @@ def load(use_drive: bool | None = None) -> Pieces:
     """The student's pieces from their module, the course's where one is missing or does not
     import; each says why. The checks re-run each piece's checkpoint (checkpoints/yours.py)."""
     path, where, not_found = find(use_drive)
-    sections = _sections(path.read_text()) if path is not None else {}
+    text = path.read_text() if path is not None else ""
+    sections = _sections(text)
     pieces = []
     for name, spec in SPECS.items():
         course = Piece(spec, COURSE[name], False, "")
@@ -234,7 +312,7 @@ def load(use_drive: bool | None = None) -> Pieces:
             pieces.append(course.instead(why))
             continue
         try:
-            fn = _imported(name, sections[name], str(path))
+            fn = _imported(name, text, str(path))
         except Exception as err:  # the student's source: anything can fail
             why = f"your {spec.function} in {where} does not import ({type(err).__name__}: {err})"
             pieces.append(course.instead(why))

@@ -10,6 +10,7 @@ embedding (the student's) is what every step runs, never swapped for a faster ke
 from __future__ import annotations
 
 import math
+import statistics
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -398,6 +399,45 @@ def _log_training_loss(history: TrainHistory, running, done: int, elapsed: float
     tokens_per_s = done * history.recipe.batch_size * history.recipe.T / elapsed
     bar.set_postfix(loss=f"{mean:.3f}", tok_s=f"{tokens_per_s:,.0f}")
     bar.update(done - bar.n)
+
+
+WARM_UP_STEPS = 2
+
+
+def seconds_a_step(
+    model: nn.Module, corpus: Corpus, budget: Budget, *, lr: float, steps: int = 3
+) -> tuple[float, float]:
+    """(one training step, one validation batch) of `model` in seconds, at `budget`'s batch size
+    on the corpus's device, taken as train_lm takes them (its precision, optimizer and clipping):
+    two steps first to warm up (a GPU's first steps pick their kernels), then the median of
+    `steps`. `model` trains meanwhile: pass one made for the measurement."""
+    device, T = corpus.device, T_DEFAULT
+    precision = precision_for(device)
+    settings = dict(optimizer="adamw", schedule="cosine", weight_decay=0.1, warmup=None)
+    recipe = Recipe.of(model, budget, lr=lr, T=T, grad_clip=1.0, precision=precision, **settings)
+    model.to(device).train()
+    scaler = torch.amp.GradScaler(device.type, enabled=precision.needs_scaler)
+    stepper = _TrainingStep(model, model, _optimizer(model, recipe, device), scaler, precision)
+    generator = torch.Generator().manual_seed(0)
+    starts = draw_starts(corpus.train, budget.batch_size, T, steps + WARM_UP_STEPS, generator)
+
+    def seconds(run) -> float:
+        begin = time.perf_counter()
+        run().item()  # waits for the device
+        return time.perf_counter() - begin
+
+    def step(at):
+        return lambda: stepper.take(*windows_at(corpus.train, at, T), recipe.grad_clip)
+
+    def validate(at):  # a batch costs the same on any split: the training windows serve
+        return lambda: torch.tensor(estimate_loss(model, corpus.train, at[None], T, precision))
+
+    def median(run) -> float:
+        """The median over the timed starts, after the first ones warm `run`'s kernels up."""
+        times = [seconds(run(at)) for at in starts]
+        return statistics.median(times[WARM_UP_STEPS:])
+
+    return median(step), median(validate)
 
 
 def choose_lr(

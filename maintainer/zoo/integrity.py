@@ -143,10 +143,12 @@ RIGHT = {
         "    s = torch.where(allowed, s, torch.tensor(float('-inf')))\n"
         "A = weights(s)\nreturn A @ V, A",
     ),
-    "Ex1: the Annotated Transformer's masked_fill(mask == 0, -1e9)": Right(
+    # The Annotated Transformer's form; its -1e9 overflows float16 (nb01's table has that one).
+    "Ex1: the Annotated Transformer's masked_fill(mask == 0, ...)": Right(
         EX1,
         "d_k = Q.size(-1)\nscores = torch.matmul(Q, K.transpose(-2, -1)) / math.sqrt(d_k)\n"
-        "if allowed is not None:\n    scores = scores.masked_fill(allowed == 0, -1e9)\n"
+        "if allowed is not None:\n"
+        "    scores = scores.masked_fill(allowed == 0, torch.finfo(scores.dtype).min)\n"
         "p_attn = scores.softmax(dim=-1)\nreturn torch.matmul(p_attn, V), p_attn",
     ),
     "Ex1: nanoGPT's scaling, F.softmax": Right(

@@ -77,6 +77,7 @@ MISCOUNTS = {
     ),
     "ex0.count_without_output_bias": -LAB.W_o.bias.numel(),
     "ex0.count_without_output_layer": -size(LAB.W_o),
+    "ex0.count_without_proj": -size(*(b.attn.proj for b in BLOCKS)),
     "ex0.count_without_proj_bias": -sum(b.attn.proj.bias.numel() for b in BLOCKS),
     # A bias on each projection: one per output column.
     "ex0.count_with_qkv_biases": sum(m.out_features for m in PROJECTIONS),
@@ -228,6 +229,12 @@ MISTAKES = {
         )
         for expected, gap in MISCOUNTS.items()
     },
+    "Ex0: W_Q, W_K and W_V without W_proj, as the line is written": Mistake(
+        EX0,
+        "attention = 3 * d_model * d_model",
+        "ex0.count_without_proj",
+        ("66,048 short", "W_proj and its bias", "four Linear lines"),
+    ),
     "Ex0: the lab's count, typed in from the lecture": Mistake(
         EX0,
         f"return {COUNT}",
@@ -287,6 +294,57 @@ MISTAKES = {
         "ex1.d_k_wrong_axis",
     ),
     "Ex1: the pair in the wrong order": Mistake(EX1, OWN_A + "return A, A @ V", "ex1.pair_swapped"),
+    # Right on the checks' inputs, wrong in the model 04 trains (inside the model, fp32 and fp16).
+    "Ex1: the Annotated Transformer's -1e9 fill, which overflows float16": Mistake(
+        EX1,
+        attention(mask="scores = scores.masked_fill(~allowed, -1e9)"),
+        "ex1.overflows_in_half",
+        ("float16", "masked_fill(~allowed, -1e9)", "torch.finfo(scores.dtype).min"),
+    ),
+    "Ex1: the Annotated Transformer's attention, as it is written there": Mistake(
+        EX1,
+        "d_k = Q.size(-1)\nscores = torch.matmul(Q, K.transpose(-2, -1)) / math.sqrt(d_k)\n"
+        "if allowed is not None:\n    scores = scores.masked_fill(allowed == 0, -1e9)\n"
+        "p_attn = scores.softmax(dim=-1)\nreturn torch.matmul(p_attn, V), p_attn",
+        "ex1.overflows_in_half",
+        "masked_fill(allowed == 0, -1e9)",
+    ),
+    "Ex1: the fill as float32's lowest number": Mistake(
+        EX1,
+        attention(mask="scores = scores.masked_fill(~allowed, torch.finfo(torch.float32).min)"),
+        "ex1.overflows_in_half",
+        "65,504",
+    ),
+    "Ex1: a copy of the scores with torch.tensor": Mistake(
+        EX1,
+        attention(scores="torch.tensor(Q @ K.transpose(-2, -1) / math.sqrt(d_k))"),
+        "ex1.gradient_cut",
+        ("W_Q and W_K", "torch.tensor(Q @ K", ".clone()"),
+    ),
+    "Ex1: the weights detached": Mistake(
+        EX1,
+        OWN_A + "A = A.detach()\nreturn A @ V, A",
+        "ex1.gradient_cut",
+        ("W_Q and W_K", "A = A.detach()"),
+    ),
+    "Ex1: V_bar detached": Mistake(
+        EX1,
+        OWN_A + "V_bar = (A @ V).detach()\nreturn V_bar, A",
+        "ex1.gradient_cut",
+        "W_Q and W_K and W_V",
+    ),
+    "Ex1: the softmax through numpy": Mistake(
+        EX1,
+        weights().replace(
+            "A = torch.softmax(scores, dim=-1)",
+            "import numpy as np\n"
+            "e = np.exp(scores.numpy())\n"
+            "A = torch.from_numpy(e / e.sum(-1, keepdims=True))",
+        )
+        + "return A @ V, A",
+        "ex1.numpy_in_model",
+        ("numpy", "torch operations"),
+    ),
 }
 
 RIGHT = {
@@ -304,6 +362,7 @@ RIGHT = {
             softmax="torch.nn.functional.softmax(scores, dim=-1)",
         ),
     ),
+    "a debugging print left in": Right(EX1, 'print("scores", Q.shape)\n' + attention()),
     "explicit exponentials": Right(
         EX1,
         attention(

@@ -6,8 +6,12 @@ from maintainer.zoo import Exercise, Mistake, Right
 EX2 = Exercise("02_causal_mask", "ex2_causal_mask", "ex2_check", (), 3)
 
 MISTAKES = {
+    # The leak test comes first: a mask that reads the future fails by what it does.
     "upper triangle with the diagonal": Mistake(
-        EX2, "return torch.ones(T, T, dtype=torch.bool).triu()", "ex2.mask_inverted", "inverted"
+        EX2,
+        "return torch.ones(T, T, dtype=torch.bool).triu()",
+        "ex2.mask_inverted",
+        ("Leak test of your mask", "moved the outputs at earlier positions 0 to 6", "inverted"),
     ),
     "negation of the right mask": Mistake(
         EX2, "return ~torch.ones(T, T, dtype=torch.bool).tril()", "ex2.mask_negated", "inverted"
@@ -100,9 +104,17 @@ MISTAKES = {
         "ex2.transpose_all_axes",
         "[:, None]",
     ),
-    # One case for each code the cases above do not reach.
-    "Ex2: one entry above the diagonal": Mistake(
-        EX2, "return torch.ones(T, T, dtype=torch.bool).tril(1)", "ex2.wrong_entries"
+    "one key past the diagonal": Mistake(
+        EX2,
+        "return torch.ones(T, T, dtype=torch.bool).tril(1)",
+        "ex2.leak_above_diagonal",
+        ("Leak test of your mask", "changing position 5", "earlier position 4"),
+    ),
+    "a band that forgets the first keys": Mistake(
+        EX2,
+        "ones = torch.ones(T, T, dtype=torch.bool)\nreturn ones.tril() & ~ones.tril(-3)",
+        "ex2.wrong_entries",
+        "entries are wrong",
     ),
 }
 

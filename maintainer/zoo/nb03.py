@@ -101,6 +101,16 @@ MISTAKES = {
         "return tok_emb(idx).detach() + pos_emb(torch.arange(idx.shape[1]))",
         "ex3.token_table_detached",
     ),
+    # The leak test on the model comes first: an input step that mixes positions fails it.
+    "Ex3: the mean of the window added to every position": Mistake(
+        EX3,
+        """
+        h = tok_emb(idx) + pos_emb(torch.arange(idx.shape[1], device=idx.device))
+        return h + h.mean(dim=1, keepdim=True)
+        """,
+        "ex3.reads_the_future",
+        ("Leak test on the model built on your input step", "earlier positions 0 to 15"),
+    ),
     # Mistakes students bring from other courses.
     "Ex3: sinusoidal positions (the Annotated Transformer's)": Mistake(
         EX3,

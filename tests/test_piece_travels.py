@@ -1,0 +1,135 @@
+"""A passing checkpoint means the piece trains, tried with code as students write it, in real
+kernels: notebook 01's checkpoint keeps the attention with the helper, the constant and the
+import it reads, and says in the same cell which name could not come with it; a later notebook
+loads what travelled as the student's own; notebook 04, trained on an attention that prints,
+says before its first step what a seed will take, shows one line instead of the prints, and
+names whose attention trained."""
+
+import os
+import shutil
+from pathlib import Path
+
+import nbformat
+import pytest
+from notebook_harness import code_cells
+
+pytestmark = pytest.mark.heavy(order=17)
+
+# Notebook 01 as a student writes it: a helper in the cell above, a constant, numpy under a name,
+# and a debugging print left in.
+HELPERS = """
+NEG_INF = float("-inf")
+
+
+def softmax_rows(scores):
+    return torch.softmax(scores, dim=-1)
+"""
+ATTENTION = """
+def scaled_dot_product_attention(Q, K, V, allowed=None):
+    scores = Q @ K.transpose(-2, -1) / np.sqrt(Q.shape[-1])
+    if allowed is not None:
+        scores = scores.masked_fill(~allowed, NEG_INF)
+    print("scores", tuple(scores.shape))
+    A = softmax_rows(scores)
+    return A @ V, A
+"""
+# Then a version that reads a tensor of the notebook: it cannot be written as source.
+WITH_A_TENSOR = ATTENTION.replace("np.sqrt(Q.shape[-1])", "np.sqrt(Q.shape[-1]) * ONE")
+
+
+def execute(cells: list, cwd: Path):
+    from nbclient import NotebookClient
+
+    nb = nbformat.v4.new_notebook(cells=cells)
+    env = {**os.environ, "MPLBACKEND": "Agg"}
+    env.pop("NBGRADER_EXECUTION", None)
+    NotebookClient(
+        nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(cwd)}}
+    ).execute(env=env)
+    return nb
+
+
+def text(cell) -> str:
+    return "".join(o.get("text", "") for o in cell.outputs if o.output_type == "stream")
+
+
+@pytest.fixture(scope="module")
+def notebook_01(tmp_path_factory):
+    """01's cells in a kernel: the travelling attention checked, its kept module copied aside,
+    then the version that reads a tensor checked."""
+    folder = tmp_path_factory.mktemp("notebook-01")
+    code = nbformat.v4.new_code_cell
+    nb = execute(
+        [
+            code("USE_DRIVE = False"),
+            code("import math\nimport numpy as np\nimport torch\n"),
+            code("from checkpoints import attention as check"),
+            code(HELPERS),
+            code(ATTENTION),
+            code("check.exercise_1(scaled_dot_product_attention)"),
+            code('import shutil\nshutil.copy("my_transformer.py", "travelled.py")'),
+            code("ONE = torch.ones(())"),
+            code(WITH_A_TENSOR),
+            code("check.exercise_1(scaled_dot_product_attention)"),
+        ],
+        folder,
+    )
+    return folder, nb
+
+
+def test_01_keeps_the_helpers_it_reads_and_says_so_in_the_same_cell(notebook_01):
+    folder, nb = notebook_01
+    said = text(nb.cells[5])
+    assert "✅ Exercise 1: your attention matches Equations 3-4" in said
+    assert "trains inside the lab's model in float32 and in a T4's float16" in said
+    assert (
+        "Kept your scaled_dot_product_attention in my_transformer.py beside this notebook" in said
+    )
+    assert "did not come with it" not in said and "⚠️" not in said
+    kept = (folder / "travelled.py").read_text()
+    for needed in ("import numpy as np", "NEG_INF = float('-inf')", "def softmax_rows(scores):"):
+        assert needed in kept
+
+
+def test_01_names_what_did_not_travel_before_the_student_leaves(notebook_01):
+    _, nb = notebook_01
+    said = text(nb.cells[9])
+    assert "'ONE' did not come with it: a Tensor, which cannot be written as source." in said
+    assert "⚠️ But the kept copy does not run on its own" in said
+    assert "NameError: name 'ONE' is not defined" in said  # the error's own words
+    # the line as it stands in my_transformer.py, where the student can open it
+    assert (
+        " of my_transformer.py: `scores = Q @ K.transpose(-2, -1) / np.sqrt(Q.shape[-1]) * ONE`)"
+        in said
+    )
+
+
+@pytest.fixture(scope="module")
+def notebook_04(notebook_01, tmp_path_factory):
+    """04's cells at the smoke budget up to its results table, on the attention that travelled
+    from 01 (it prints at every call)."""
+    folder = tmp_path_factory.mktemp("notebook-04")
+    shutil.copy(notebook_01[0] / "travelled.py", folder / "my_transformer.py")
+    cells = code_cells("04_training", MODE='"smoke"', USE_DRIVE="False")
+    last = next(i for i, c in enumerate(cells) if "results_markdown(table)" in c.source)
+    return execute(cells[: last + 1], folder)
+
+
+def test_04_loads_the_attention_that_travelled_as_the_student_s(notebook_04):
+    setup = text(notebook_04.cells[1])
+    assert "attention: yours, from notebook 01 (kept in my_transformer.py" in setup
+    note = text(notebook_04.cells[-1])
+    assert "The mini-GPT of this table is built from your attention, the course's mask" in note
+
+
+def test_04_says_the_cost_first_and_shows_one_line_for_thousands_of_prints(notebook_04):
+    training = next(c for c in notebook_04.cells if "GPT_LABEL = " in c.source)
+    lines = text(training).splitlines()
+    assert lines[0].startswith("Your pieces ")
+    assert "one seed will take about" in lines[0]
+    held = [line for line in lines if line.startswith("Your attention printed ")]
+    assert len(held) == 1, lines
+    count = int(held[0].split(" printed ")[1].split(" lines")[0].replace(",", ""))
+    assert count >= 30 * 4  # every layer of the 30 steps, then the estimates and the scoring
+    assert "the first: 'scores (8, 4, 128, 128)'" in held[0]
+    assert len(lines) < 8 and sum("scores (" in line for line in lines) == 1, lines
