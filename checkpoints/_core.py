@@ -19,7 +19,7 @@ import transformer_lab
 from transformer_lab import student
 
 from ._watch import Forbidden, Watch
-from .codes import Exercise, declared
+from .codes import Codes, declared
 from .results import Result, leave, notebook_shell
 
 _Tensor = torch.Tensor
@@ -94,7 +94,7 @@ def quiet() -> bool:
     return bool(_quiet)
 
 
-def passed(exercise: Exercise, message: str) -> None:
+def passed(exercise: Codes, message: str) -> None:
     if _quiet:
         return
     print(f"✅ {message}")
@@ -140,7 +140,7 @@ def kept_copy_trouble(piece: student.Piece, checkpoint) -> str:
             why = f"it fails this checkpoint there: {failure}"
     return (
         f"⚠️ But the kept copy does not run on its own, so the later notebooks would use the "
-        f"course's {piece.spec.name}: {why} Define what it uses inside the function, or in "
+        f"course's {piece.name}: {why} Define what it uses inside the function, or in "
         "this notebook as a def, a constant or an import, and run this checkpoint again."
     )
 
@@ -323,7 +323,7 @@ def line_of(err: BaseException) -> str:
     return found
 
 
-def forbid(exercise: Exercise, *rules: Forbidden) -> None:
+def forbid(exercise: Codes, *rules: Forbidden) -> None:
     """Declare the ready-made implementations that may not do an exercise's work; every
     `call` of that exercise then watches for them."""
     for rule in rules:
@@ -331,7 +331,7 @@ def forbid(exercise: Exercise, *rules: Forbidden) -> None:
     _FORBIDDEN[exercise.name] = rules
 
 
-def forbidden(exercise: Exercise) -> tuple[Forbidden, ...]:
+def forbidden(exercise: Codes) -> tuple[Forbidden, ...]:
     return _FORBIDDEN.get(exercise.name, ())
 
 
@@ -367,7 +367,7 @@ def _slips_warned(seen: list) -> list[tuple[str, warnings.WarningMessage]]:
     ]
 
 
-def call(exercise: Exercise, fn, *args, **kwargs):
+def call(exercise: Codes, fn, *args, **kwargs):
     """Run the student's function, watching for the implementations the exercise forbids; a
     stub's NotImplementedError becomes a NotDoneYet, any other error a CheckFailed with a hint
     for the causes it recognises, and so does a warning that names a slip, even when the code
@@ -407,7 +407,7 @@ def call(exercise: Exercise, fn, *args, **kwargs):
     return result
 
 
-def _refuse_delegation(exercise: Exercise, watch: Watch) -> None:
+def _refuse_delegation(exercise: Codes, watch: Watch) -> None:
     seen = watch.first
     if seen is None:
         return
@@ -426,7 +426,7 @@ def _refuse_delegation(exercise: Exercise, watch: Watch) -> None:
     )
 
 
-def expect_tensor(exercise: Exercise, what: str, value, shape: tuple | None = None) -> _Tensor:
+def expect_tensor(exercise: Codes, what: str, value, shape: tuple | None = None) -> _Tensor:
     if type(value) is not _Tensor:
         raise CheckFailed(
             f"{exercise}: {what} should be a torch.Tensor, got {type(value).__name__}.",
@@ -507,14 +507,14 @@ def match_mistake(
     return None
 
 
-def expect_unchanged(exercise: Exercise, before: list[_Tensor], after: tuple, advice: str) -> None:
+def expect_unchanged(exercise: Codes, before: list[_Tensor], after: tuple, advice: str) -> None:
     """The student's function must leave its inputs as they were."""
     if not unchanged(before, after):
         raise CheckFailed(f"{exercise}: {advice}", exercise.code("modified_input"))
 
 
 def judge(
-    exercise: Exercise,
+    exercise: Codes,
     got: _Tensor,
     right: _Tensor,
     mistakes,
@@ -546,7 +546,7 @@ def judge(
     raise CheckFailed(f"{exercise}: {verdict}", exercise.code("wrong_values"))
 
 
-def same_in_eval(exercise: Exercise, module, first: _Tensor, again) -> None:
+def same_in_eval(exercise: Codes, module, first: _Tensor, again) -> None:
     """A module in evaluation mode gives the same output twice; dropout that ignores eval()
     (F.dropout(x, p) without training=self.training) does not."""
     second = again[0] if isinstance(again, tuple) else again

@@ -25,7 +25,7 @@ from ._core import (
     passed,
     snapshot,
 )
-from .codes import EX0, EX1, Exercise
+from .codes import EX0, EX1, Codes
 from .in_the_model import trains
 
 LAB = GPTConfig()  # the lab's sizes: d_model 128, n_heads 4, n_layers 4, T_max 128, 65 characters
@@ -295,7 +295,7 @@ _NAN_HINT = (
 )
 
 
-def _pair(result, ref_V_bar, ref_A, exercise: Exercise):
+def _pair(result, ref_V_bar, ref_A, exercise: Codes):
     """(V_bar, A) from the student's result, or a failure naming what is wrong with it."""
     if not isinstance(result, tuple) or len(result) != 2:
         raise CheckFailed(
@@ -321,7 +321,7 @@ def _pair(result, ref_V_bar, ref_A, exercise: Exercise):
     )
 
 
-def _wrong_weights_or_output(exercise: Exercise, A, ref_A, V_bar, ref_V_bar):
+def _wrong_weights_or_output(exercise: Codes, A, ref_A, V_bar, ref_V_bar):
     row_sums = A.double().sum(-1)
     if not close(row_sums, torch.ones_like(row_sums), atol=1e-4):
         return CheckFailed(

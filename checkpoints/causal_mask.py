@@ -208,7 +208,7 @@ def _attention_of(attention) -> tuple:
     if attention is None:
         return _attention, "the package's attention"
     if isinstance(attention, Piece):
-        where = f", from notebook {attention.spec.notebook}" if attention.yours else ""
+        where = f", from notebook {attention.exercise.number}" if attention.yours else ""
         return attention.fn, f"{attention.whose}{where}"
     return attention, "this attention"
 

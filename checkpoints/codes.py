@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from transformer_lab.catalogue import BY_NAME
+
 # What any check may give: the failures of calling a student's function (a stub, an error and its
 # usual causes, a changed profile hook) and of the shared comparisons (type, shape, inputs changed
 # in place, NaN, values off).
@@ -50,8 +52,9 @@ SHARED = frozenset(
 
 
 @dataclass(frozen=True)
-class Exercise:
-    """One exercise (or ungraded check) and the mistakes its checks may name."""
+class Codes:
+    """The codes of one exercise of the catalogue (transformer_lab/catalogue.py), or of a check
+    that grades none: its name, its title and the mistakes its checks may name."""
 
     name: str  # "ex1": the codes' prefix, and the grade id's ("ex1_check")
     title: str  # what a student reads: "Exercise 1"
@@ -65,11 +68,11 @@ class Exercise:
     def grade_id(self) -> str | None:
         return f"{self.name}_check" if self.graded else None
 
-    def at(self, case: str) -> Exercise:
+    def at(self, case: str) -> Codes:
         """The same exercise, titled with the case being checked: "Exercise 1 (T = 1)"."""
         return replace(self, title=f"{self.title} ({case})")
 
-    def titled(self, title: str) -> Exercise:
+    def titled(self, title: str) -> Codes:
         return replace(self, title=title)
 
     def code(self, mistake: str) -> str:
@@ -79,8 +82,14 @@ class Exercise:
         return found
 
 
-def _exercise(name: str, title: str, *mistakes: str, graded: bool = True) -> Exercise:
-    return Exercise(name, title, frozenset(mistakes), graded)
+def _exercise(name: str, *mistakes: str) -> Codes:
+    """The codes of the catalogue's exercise `name`, named and titled as the catalogue says."""
+    return Codes(name, BY_NAME[name].title, frozenset(mistakes))
+
+
+def _check(name: str, title: str, *mistakes: str) -> Codes:
+    """The codes of a check that grades no exercise."""
+    return Codes(name, title, frozenset(mistakes), graded=False)
 
 
 _PAIR = ("not_a_pair", "pair_swapped", "rows_do_not_sum_to_1", "wrong_weights", "wrong_v_bar")
@@ -88,7 +97,6 @@ _LAYER = ("not_a_module", "wrong_param_count", "wrong_param_names", "dropout_in_
 
 EX0 = _exercise(
     "ex0",
-    "Exercise 0",
     "count_not_int",
     "wrong_count",
     "count_without_positions",
@@ -108,7 +116,6 @@ EX0 = _exercise(
 )
 EX1 = _exercise(
     "ex1",
-    "Exercise 1",
     *_PAIR,
     "softmax_wrong_axis",
     "no_sqrt_dk",
@@ -125,7 +132,6 @@ EX1 = _exercise(
 )
 EX2 = _exercise(
     "ex2",
-    "Exercise 2",
     "mask_negated",
     "diagonal_excluded",
     "extra_leading_dims",
@@ -144,7 +150,6 @@ EX2 = _exercise(
 )
 EX3 = _exercise(
     "ex3",
-    "Exercise 3",
     "positions_not_added",
     "tokens_not_added",
     "positions_indexed_by_token",
@@ -164,7 +169,6 @@ EX3 = _exercise(
 )
 EX4 = _exercise(
     "ex4",
-    "Exercise 4",
     "not_a_triple",
     "not_floats",
     "summed_over_positions",
@@ -182,7 +186,6 @@ EX4 = _exercise(
 )
 EX5 = _exercise(
     "ex5",
-    "Exercise 5",
     "wrong_sign",
     "mean_over_keys",
     "divided_by_allowed_cells",
@@ -200,7 +203,6 @@ EX5 = _exercise(
 )
 EX6A = _exercise(
     "ex6a",
-    "Challenge A (MyMultiHeadAttention)",
     *_LAYER,
     "not_a_pair",
     "wrong_split_and_merge",
@@ -221,7 +223,6 @@ EX6A = _exercise(
 )
 EX6B = _exercise(
     "ex6b",
-    "Challenge B (MyBlock)",
     *_LAYER,
     "attention_cell_not_run",
     "post_norm",
@@ -237,38 +238,34 @@ EX6B = _exercise(
     "ffn_residual_adds_input",
     "no_ln1",
     "no_ln2",
-    "in_place_add",
     "returns_tuple",
     "reads_the_future",
     "uses_package_block",
 )
 # Checks of no exercise: they count in the class report only where a graded cell calls them.
-LEAK = _exercise("leak", "The leak test", "reads_the_future", "ignores_input", graded=False)
-ORDER = _exercise(
+LEAK = _check("leak", "The leak test", "reads_the_future", "ignores_input")
+ORDER = _check(
     "order",
     "Order blindness",
     "wrong_inputs",
     "not_a_reordering",
     "package_changed",
-    graded=False,
 )
-UNTRAINED = _exercise(
+UNTRAINED = _check(
     "untrained",
     "The untrained model",
     "loss_not_finite",
     "loss_far_from_ln_65",
-    graded=False,
 )
-TRIGRAM = _exercise("trigram", "The comparison with the trigram", "not_well_below", graded=False)
-WHOLE = _exercise(
+TRIGRAM = _check("trigram", "The comparison with the trigram", "not_well_below")
+WHOLE = _check(
     "whole",
     "The model built from your blocks (Challenges A and B)",
     "wrong_logits_shape",
     "logits_differ",
-    graded=False,
 )
 
-REGISTRY: dict[str, Exercise] = {
+REGISTRY: dict[str, Codes] = {
     e.name: e
     for e in (EX0, EX1, EX2, EX3, EX4, EX5, EX6A, EX6B, LEAK, ORDER, UNTRAINED, TRIGRAM, WHOLE)
 }

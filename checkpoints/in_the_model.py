@@ -23,7 +23,7 @@ from transformer_lab.model import GPTConfig
 from transformer_lab.student import Printed, course_pieces
 
 from ._core import CheckFailed, call, quiet
-from .codes import Exercise
+from .codes import Codes
 
 LAB = GPTConfig()  # d_model 128, n_heads 4, n_layers 4, T_max 128
 B = 2
@@ -51,7 +51,7 @@ def _half_precision() -> tuple[str, contextlib.AbstractContextManager]:
     return device, torch.autocast(device, dtype=torch.float16)
 
 
-def trains(exercise: Exercise, name: str, fn) -> None:
+def trains(exercise: Codes, name: str, fn) -> None:
     """Train one step of the lab's model on `fn` as the piece `name`; fail naming what would
     break in 04. Says how many lines the piece printed meanwhile (04 holds them back)."""
     with _fork_rng(devices=[]):  # the student's random draws stay as they were
@@ -67,7 +67,7 @@ def trains(exercise: Exercise, name: str, fn) -> None:
     _tell_printed(name, model.printed)
 
 
-def _step(exercise: Exercise, model, idx, precision, fn) -> None:
+def _step(exercise: Codes, model, idx, precision, fn) -> None:
     """Forward and backward on a batch of lab-sized windows: errors named by their cause."""
 
     def forward_backward():
@@ -89,7 +89,7 @@ def _step(exercise: Exercise, model, idx, precision, fn) -> None:
         )
 
 
-def _expect_learning(exercise: Exercise, name: str, model, fn) -> None:
+def _expect_learning(exercise: Codes, name: str, model, fn) -> None:
     """The parameters the piece passes a gradient to: W_Q, W_K, W_V through the attention; the
     token and position tables through the embedding."""
     if name == "attention":
@@ -132,7 +132,7 @@ def _cutting_line(fn) -> str:
     return ""
 
 
-def _expect_finite_gradients(exercise: Exercise, model) -> None:
+def _expect_finite_gradients(exercise: Codes, model) -> None:
     bad = [n for n, p in model.named_parameters() if p.grad is not None and not _finite(p.grad)]
     if bad:
         raise CheckFailed(

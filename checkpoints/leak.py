@@ -41,7 +41,7 @@ def _culprits(model, pieces) -> str:
     for piece in pieces:
         if not piece.yours:
             continue
-        alone = course._replace(**{piece.spec.name: piece}).model(model.config, explicit=True)
+        alone = course._replace(**{piece.name: piece}).model(model.config, explicit=True)
         alone.load_state_dict(model.state_dict())
         alone.to(next(model.parameters()).device)
         try:
@@ -51,7 +51,7 @@ def _culprits(model, pieces) -> str:
                 leaking.append(piece)
     if not leaking:
         return f"It is built from {pieces.names()}: together they read the future."
-    named = " and ".join(f"{p.whose} (from notebook {p.spec.notebook})" for p in leaking)
+    named = " and ".join(f"{p.whose} (from notebook {p.exercise.number})" for p in leaking)
     return (
         f"The leak comes from {named}: with the course's pieces around it, it still reads the "
         "future."

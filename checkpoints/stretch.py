@@ -30,7 +30,7 @@ from ._core import (
     snapshot,
     unchanged,
 )
-from .codes import EX6A, EX6B, WHOLE, Exercise
+from .codes import EX6A, EX6B, WHOLE, Codes
 from .leak import measure_leak as _measure_leak
 
 _Block = _model.Block
@@ -85,7 +85,7 @@ def _inputs(seed: int, B: int, T: int, d_model: int, scale: float = 1.0, shift: 
     return scale * _randn(B, T, d_model, generator=g) + shift
 
 
-def _construct(exercise: Exercise, cls, config):
+def _construct(exercise: Codes, cls, config):
     try:
         module = call(exercise, cls, config)
     except CheckFailed as failure:
@@ -108,7 +108,7 @@ def _construct(exercise: Exercise, cls, config):
     return module
 
 
-def _load(exercise: Exercise, mine: nn.Module, ref: nn.Module) -> None:
+def _load(exercise: Codes, mine: nn.Module, ref: nn.Module) -> None:
     """Same parameter count and names as the package's layer; then copy its weights into yours."""
     if _count(mine) != _count(ref):
         raise CheckFailed(
@@ -228,7 +228,7 @@ def _mha_mistakes(ref, H) -> dict[str, tuple[str, torch.Tensor]]:
     }
 
 
-def _layer_leak(exercise: Exercise, mine, H, out, t0: int) -> float:
+def _layer_leak(exercise: Codes, mine, H, out, t0: int) -> float:
     """How far your outputs before t0 move when only the input at t0 changes."""
 
     def run(H):
@@ -243,7 +243,7 @@ def _layer_leak(exercise: Exercise, mine, H, out, t0: int) -> float:
     return change_at(run, H, t0, plus_one, before=out)[1]
 
 
-def _mha_result(result, B: int, T: int, config, exercise: Exercise):
+def _mha_result(result, B: int, T: int, config, exercise: Codes):
     """(output, A) from the student's result, or a failure naming what is wrong with its form."""
     if not isinstance(result, tuple) or len(result) != 2:
         raise CheckFailed(
@@ -263,7 +263,7 @@ def _mha_result(result, B: int, T: int, config, exercise: Exercise):
     return out, A
 
 
-def _check_weights(exercise: Exercise, A, ref_A, B: int, h: int, T: int) -> None:
+def _check_weights(exercise: Codes, A, ref_A, B: int, h: int, T: int) -> None:
     if type(A) is _Tensor and tuple(A.shape) == (B, T, T) and close(A, ref_A.mean(1)):
         raise CheckFailed(
             f"{exercise}: the output is right, but A is averaged over the heads (as "
@@ -508,7 +508,7 @@ class _Stack(nn.Module):
         return self.gpt.W_o(self.gpt.ln_f(H))
 
 
-def _blocks_for(exercise: Exercise, cls, gpt) -> list:
+def _blocks_for(exercise: Codes, cls, gpt) -> list:
     """One of the student's blocks per block of `gpt`, on the package's attention layer, with
     `gpt`'s weights."""
     blocks = []
@@ -540,7 +540,7 @@ def _check_block(cls, config, B: int, T: int, seed: int) -> None:
         raise CheckFailed(
             f"{exercise}: forward changed its input H in place (`H += ...`). Write "
             "H = H + ... instead: the caller may still need the block's input.",
-            EX6B.code("in_place_add"),
+            EX6B.code("modified_input"),
         )
     if isinstance(out, tuple):
         raise CheckFailed(

@@ -12,26 +12,22 @@ from __future__ import annotations
 import importlib
 
 from transformer_lab import student
+from transformer_lab.catalogue import PIECES
 from transformer_lab.student import Pieces
 
 from ._core import CheckFailed, grading, quietly
 
-# Each piece's exercise: its checks module and visible checkpoint. Imported by name, not by an
-# import statement, because grading never runs them (`load` below): the rerun key, which reads a
-# notebook's imports, then regrades a notebook only for the checks of its own exercises.
-CHECKPOINTS = {
-    "attention": ("attention", "exercise_1"),
-    "mask": ("causal_mask", "exercise_2"),
-    "embedding": ("positions", "exercise_3"),
-}
-
 
 def _checkpoints():
-    """name -> the visible checkpoint of each piece's exercise."""
-    return {
-        name: getattr(importlib.import_module(f"{__package__}.{module}"), function)
-        for name, (module, function) in CHECKPOINTS.items()
-    }
+    """name -> the visible checkpoint of each piece's exercise, as the catalogue names it
+    ("attention:exercise_1"). Imported by name, not by an import statement, because grading never
+    runs them (`load` below): the rerun key, which reads a notebook's imports, then regrades a
+    notebook only for the checks of its own exercises."""
+    found = {}
+    for name, exercise in PIECES.items():
+        module, function = exercise.checkpoint.split(":")
+        found[name] = getattr(importlib.import_module(f"{__package__}.{module}"), function)
+    return found
 
 
 def checked(pieces: Pieces) -> Pieces:
@@ -42,13 +38,13 @@ def checked(pieces: Pieces) -> Pieces:
             continue
         try:
             with quietly():
-                checks[piece.spec.name](piece.fn)
+                checks[piece.name](piece.fn)
         except CheckFailed as failure:
             why = (
-                f"your {piece.spec.function} ({piece.why}) fails {piece.spec.exercise}'s "
+                f"your {piece.exercise.function} ({piece.why}) fails {piece.exercise.title}'s "
                 f"checkpoint again: {failure}"
             )
-            pieces = pieces._replace(**{piece.spec.name: piece.instead(why)})
+            pieces = pieces._replace(**{piece.name: piece.instead(why)})
     return pieces
 
 
@@ -64,5 +60,5 @@ def load(use_drive: bool | None = None, notebook: str = "04", use: str = "yours"
         pieces = student.course_pieces('PIECES = "course" in the first cell chose them')
     else:
         pieces = checked(student.load(use_drive))
-    print("\n".join(piece.line for piece in pieces if piece.spec.notebook < notebook))
+    print("\n".join(piece.line for piece in pieces if piece.exercise.number < notebook))
     return pieces

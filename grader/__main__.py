@@ -12,10 +12,10 @@
 feedback and export leave a notebook whose written answer is not graded by hand yet without a
 score, and say whose; --partial writes its partial score, marked so.
 
-Every command takes --course (default $TRANSFORMER_LAB_COURSE, else ~/transformer-lab-course)
-and writes what it did to reports/: collect's table, autograde's scores table, the class
-report. The release itself is built from solutions/ by
-`make release` (python -m maintainer.notebook_build).
+Every command takes --course (default $TRANSFORMER_LAB_COURSE, else ~/transformer-lab-course),
+opens it once (its course.toml read and checked: grader/term/course_open.py) and writes what it
+did to reports/: collect's table, autograde's scores table, the class report. The release itself
+is built from solutions/ by `make release` (python -m maintainer.notebook_build).
 """
 
 from __future__ import annotations
@@ -24,28 +24,17 @@ import argparse
 import sys
 from pathlib import Path
 
-from .course import (
-    COURSE,
-    COURSE_ENV,
-    GradingError,
-    Layout,
-    cell_timeout,
-    export,
-    nbgrader_api,
-)
+from .course import COURSE, COURSE_ENV, GradingError, cell_timeout
 from .engine import autograde as engine
+from .term import canvas, hand_grading, nbgrader_apps, scores
 from .term import collect as collecting
-from .term import scores
-
-
-def feedback(course: Path) -> None:
-    api, layout = nbgrader_api(course), Layout(course)
-    graded = {a for _, a, _ in layout.students_notebooks("autograded")}
-    for name in layout.assignments():
-        if name in graded:
-            result = api.generate_feedback(name, force=True)
-            if not result["success"]:
-                raise GradingError(f"feedback for {name} failed:\n{result['error']}")
+from .term.bundles import bundle_feedback
+from .term.collected import pin_command
+from .term.course_open import Course
+from .term.export import export
+from .term.formgrader import main as formgrader
+from .term.names import namer
+from .term.roster import import_roster
 
 
 def add_autograde(commands) -> None:
@@ -155,10 +144,10 @@ def add_reports(commands) -> None:
     )
 
 
-def collect_command(args: argparse.Namespace, course: Path) -> None:
+def collect_command(args: argparse.Namespace, course: Course) -> None:
     found = collecting.collect(
-        args.submissions,
         course,
+        args.submissions,
         pattern=args.pattern,
         student=args.student,
         submitted_at=args.submitted_at,
@@ -167,21 +156,19 @@ def collect_command(args: argparse.Namespace, course: Path) -> None:
     print(found.summary)
 
 
-def collect_pin_command(args: argparse.Namespace, course: Path) -> None:
-    from .term.collected import pin_command
-
+def collect_pin_command(args: argparse.Namespace, course: Course) -> None:
     print(pin_command(course, args.student, args.notebook, args.hash, args.unpin))
 
 
-def roster_command(args: argparse.Namespace, course: Path) -> None:
-    from .term.roster import ROSTER_FILE, import_roster
-
+def roster_command(args: argparse.Namespace, course: Course) -> None:
     rows, new = import_roster(course, args.csv)
-    print(f"{rows} students on the roster ({new} new) in {Layout(course).gradebook}")
-    print(f"collect now files notebooks only under them; the list is kept as {ROSTER_FILE}")
+    canvas.keep_columns_of_roster(course, args.csv)
+    print(f"{rows} students on the roster ({new} new) in {course.layout.gradebook}")
+    kept = course.layout.roster.name
+    print(f"collect now files notebooks only under them; the list is kept as {kept}")
 
 
-def autograde_command(args: argparse.Namespace, course: Path) -> None:
+def autograde_command(args: argparse.Namespace, course: Course) -> None:
     outcomes = scores.autograde(
         course,
         workers=args.workers,
@@ -195,51 +182,38 @@ def autograde_command(args: argparse.Namespace, course: Path) -> None:
         scheduler=args.scheduler,
     )
     print(scores.summary(outcomes))
-    print(f"report: {Layout(course).report('autograde.md')}")
+    print(f"report: {course.layout.report('autograde.md')}")
 
 
-def feedback_command(args: argparse.Namespace, course: Path) -> None:
-    from .term import hand_grading
-    from .term.bundles import bundle_feedback
-    from .term.deadlines import assigned
-
-    feedback(course)
-    print(f"feedback in {Layout(course).step('feedback')}")
-    pending = hand_grading.waiting(course, assigned(course))
+def feedback_command(args: argparse.Namespace, course: Course) -> None:
+    nbgrader_apps.feedback(course)
+    print(f"feedback in {course.layout.step('feedback')}")
+    with nbgrader_apps.gradebook(course) as gb:  # after nbgrader's feedback: its one session
+        pending = hand_grading.waiting(gb, course.term.assigned)
+        who = namer(course, gb)
     bundles = bundle_feedback(course, pending, args.partial)
-    print(f"{len(bundles)} feedback bundles in {Layout(course).report('feedback_bundles')}")
-    said = hand_grading.summary(course, pending, args.partial)
+    print(f"{len(bundles)} feedback bundles in {course.layout.report('feedback_bundles')}")
+    said = hand_grading.summary(pending, args.partial, who)
     if said:
         print(said)
 
 
-def class_report_command(args: argparse.Namespace, course: Path) -> None:
+def class_report_command(args: argparse.Namespace, course: Course) -> None:
+    # Here, not at the top: it reads the checks' results, and importing checkpoints imports
+    # torch, a second of start-up no other command needs.
     from .term.class_report import class_report
 
     for path in class_report(course, names=args.names):
         print(f"wrote {path}")
 
 
-def formgrader_command(args: argparse.Namespace, course: Path) -> None:
-    from .term.formgrader import main as formgrader
-
+def formgrader_command(args: argparse.Namespace, course: Course) -> None:
     formgrader(course, args.port)
 
 
-def export_command(args: argparse.Namespace, course: Path) -> None:
-    from .term.deadlines import assigned
-    from .term.gradesheet import keep_canvas_columns
-    from .term.gradesheet import write as write_gradesheets
-
-    assigned(course)  # a course with nothing released, or a bad course.toml: one line, first
-    if args.canvas_export:
-        kept = keep_canvas_columns(course, args.canvas_export)
-        print(f"Canvas's columns, kept for canvas_import.csv: {', '.join(kept)}")
-    target = (args.to or Layout(course).report("grades.csv")).resolve()
-    target.parent.mkdir(parents=True, exist_ok=True)
-    export(course, target, args.partial)
-    print(f"wrote {target}")
-    for line in write_gradesheets(course, args.partial):
+def export_command(args: argparse.Namespace, course: Course) -> None:
+    target = (args.to or course.layout.report("grades.csv")).resolve()
+    for line in export(course, target, args.partial, args.canvas_export):
         print(line)
 
 
@@ -258,7 +232,8 @@ COMMANDS = {
 def main(argv: list[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
     try:
-        COMMANDS[args.command](args, args.course.resolve())
+        # Opened once: every step of the command goes by this course.toml, even if it changes.
+        COMMANDS[args.command](args, Course.open(args.course.resolve()))
     except engine.Interrupted as stop:
         # Ctrl-C is expected here: one line on what was kept, no traceback, the shell's 128 + 2.
         print(f"grader {args.command}: {stop}", file=sys.stderr)

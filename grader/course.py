@@ -1,25 +1,29 @@
-"""The course folder nbgrader works in, its configuration, and running nbgrader against it.
+"""The course folder nbgrader works in, and its configuration: what grading jobs read of the
+course (hashed into the rerun key: engine/rerun_key.py). What only reports or builds the term,
+nbgrader's release, feedback and export included, is the term's (grader/term/).
 
 ~/transformer-lab-course/           (--course, $TRANSFORMER_LAB_COURSE; outside the checkout)
     source/NN_topic/NN_topic.ipynb      solutions and hidden tests (from solutions/)
     release/NN_topic/NN_topic.ipynb     what students get (nbgrader generate_assignment)
     publish/NN_topic.ipynb              the release, flat, to publish for Colab; README.md
     collected/<sha256>.ipynb            every file collect ever kept; index.jsonl (collected.py)
-    submitted/STUDENT/NN_topic/         the file that counts, as handed in, and its time
+    submitted/STUDENT/NN_topic/         the file that counts, as handed in, and its
+                                        timestamp.txt (when it was handed in)
     autograded/STUDENT/NN_topic/        executed notebooks, as graded; job.json (the rerun key)
     feedback/STUDENT/NN_topic/          HTML feedback
-    gradebook.db                        nbgrader's gradebook
     reports/                            collect, preflight and autograde reports; grades.csv;
                                         term_log.md, every step of the term (term_log.py)
+    gradebook.db                        nbgrader's gradebook
+    course.toml                         the term's settings (grader/term/settings.py)
+    roster.csv                          the class as `make roster` last loaded it
+    canvas_assignments.json             Canvas's ids of our assignments (grader/term/canvas.py)
+    exchange/                           nbgrader's exchange, for the formgrader (unused)
 """
 
 from __future__ import annotations
 
-import contextlib
-import copy
 import functools
 import os
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,8 +38,6 @@ COURSE = Path(os.environ.get(COURSE_ENV) or Path.home() / "transformer-lab-cours
 NBGRADER_CONFIG = GRADER / "nbgrader_config.py"
 # The instructor's settings for this term (due dates, late policy, collect's name pattern).
 COURSE_FILE = "course.toml"
-# The notebook that trains (its jobs are the longest) and holds the written answer.
-TRAINING_NOTEBOOK = "04_training"
 MEMORY_GB = 4.0  # a grading job's address-space cap, its kernel's included
 
 
@@ -52,10 +54,6 @@ class Layout:
 
     root: Path
 
-    @classmethod
-    def of(cls, course: Path | Layout) -> Layout:
-        return course if isinstance(course, Layout) else cls(Path(course))
-
     def step(self, name: str) -> Path:
         """A step's folder: source, release, publish, collected, submitted, autograded,
         feedback or reports."""
@@ -70,6 +68,22 @@ class Layout:
     @property
     def settings(self) -> Path:
         return self.root / COURSE_FILE
+
+    @property
+    def roster(self) -> Path:
+        """The class as `make roster` last loaded it (nbgrader's student CSV)."""
+        return self.root / "roster.csv"
+
+    @property
+    def lms_ids(self) -> Path:
+        """Canvas's ids of our assignments: {"01_attention": 7001, ...}."""
+        return self.root / "canvas_assignments.json"
+
+    @property
+    def exchange(self) -> Path:
+        """nbgrader's exchange, which the formgrader wants writable (students hand in
+        downloads, so it stays empty)."""
+        return self.root / "exchange"
 
     @property
     def db_url(self) -> str:
@@ -91,8 +105,22 @@ class Layout:
     def release_notebook(self, assignment: str) -> nbformat.NotebookNode:
         return nbformat.read(self.notebook("release", assignment), 4)
 
-    def report(self, name: str) -> Path:
-        return self.step("reports") / name
+    def published(self, name: str) -> Path:
+        """A file of publish/: NN_topic.ipynb (the release, flat) or its README.md."""
+        return self.step("publish") / name
+
+    def report(self, *parts: str) -> Path:
+        """A file of reports/, or of a folder in it (feedback_bundles/NN_topic.zip)."""
+        return self.step("reports").joinpath(*parts)
+
+    def kept(self, sha256: str) -> Path:
+        """A file collect kept, named by its content."""
+        return self.step("collected") / f"{sha256}.ipynb"
+
+    @property
+    def collected_index(self) -> Path:
+        """Every arrival and pin of a kept file, one JSON line each, never rewritten."""
+        return self.step("collected") / "index.jsonl"
 
     def notebook(self, step: str, assignment: str, student: str | None = None) -> Path:
         """A notebook of a step: the course's (source, release) or a student's."""
@@ -104,6 +132,11 @@ class Layout:
             whose = "the course's" if step in COURSE_STEPS else "a student's"
             raise ValueError(f"{step}/ holds {whose} notebooks")
         return self.step(step) / (assignment if student is None else f"{student}/{assignment}")
+
+    def timestamp(self, assignment: str, student: str) -> Path:
+        """When the student's notebook that counts was handed in, where a source recorded it:
+        nbgrader's name (its CourseDirectory reads it there too)."""
+        return self.folder("submitted", assignment, student) / "timestamp.txt"
 
     def job(self, student: str, assignment: str) -> Path:
         """What the last job of this notebook left: its rerun key, seconds and the kernel's
@@ -142,69 +175,3 @@ def code_stub() -> str:
 
 def cell_timeout() -> int:
     return nbgrader_config().Execute.timeout
-
-
-def _scripts_on_path(env: dict) -> dict:
-    """nbgrader runs `alembic` for its gradebook: put this interpreter's scripts on the PATH."""
-    scripts = str(Path(sys.executable).parent)
-    if scripts in env.get("PATH", "").split(os.pathsep):
-        return env
-    return {**env, "PATH": os.pathsep.join([scripts, env.get("PATH", "")])}
-
-
-def nbgrader_api(course: Path):
-    """nbgrader's own API on `course` with the course's configuration (one start-up for any
-    number of commands, where each `nbgrader` command line pays several seconds)."""
-    from nbgrader.apps import NbGraderAPI
-    from nbgrader.coursedir import CourseDirectory
-
-    os.environ.update(_scripts_on_path(dict(os.environ)))
-    config = copy.deepcopy(nbgrader_config())  # the cached one stays course-free
-    config.CourseDirectory.root = str(Path(course).resolve())
-    return NbGraderAPI(CourseDirectory(config=config), config=config)
-
-
-def stamp_new_gradebook(gradebook: Path) -> None:
-    """A new gradebook.db holding only nbgrader's migration head, as nbgrader's Gradebook stamps
-    a new file (and then adds its tables). nbgrader asks `alembic heads` in a second interpreter
-    for the head, some seconds each release; alembic reads it here from the same scripts."""
-    import sqlite3
-
-    import nbgrader
-    from alembic.script import ScriptDirectory
-
-    head = ScriptDirectory(str(Path(nbgrader.__file__).parent / "alembic")).get_current_head()
-    gradebook.parent.mkdir(parents=True, exist_ok=True)
-    with contextlib.closing(sqlite3.connect(gradebook)) as db, db:
-        db.execute("CREATE TABLE alembic_version (version_num VARCHAR(32) NOT NULL)")
-        db.execute("INSERT INTO alembic_version (version_num) VALUES (?)", (head,))
-
-
-def release(names: list[str], course: Path) -> None:
-    """The graded release of source/NAME, by nbgrader itself: no solutions, no hidden tests."""
-    api = nbgrader_api(course)
-    if not (gradebook := Layout(course).gradebook).exists():
-        stamp_new_gradebook(gradebook)
-    for name in names:
-        result = api.generate_assignment(name, force=True)
-        if not result["success"]:
-            raise GradingError(
-                f"nbgrader generate_assignment {name} failed:\n{result['log']}{result['error']}"
-            )
-
-
-def export(course: Path, target: Path, partial: bool) -> None:
-    """`nbgrader export --to=TARGET` with the course's configuration (its plugin writes
-    grades.csv), run in this process as nbgrader_api runs the other commands."""
-    from nbgrader.apps import ExportApp
-
-    api = nbgrader_api(course)
-    config = copy.deepcopy(api.config)
-    config.ExportPlugin.to, config.NbgraderCsv.partial = str(target), partial
-    config.ExportApp.log_level = "WARN"  # as quiet as the other commands
-    app = ExportApp(config=config)
-    app.coursedir = api.coursedir
-    try:
-        app.start()
-    except Exception as err:  # nbgrader's own failure, e.g. a gradebook it cannot read
-        raise GradingError(f"nbgrader export failed: {type(err).__name__}: {err}") from err

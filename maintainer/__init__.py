@@ -9,11 +9,15 @@
     core_minutes     `make core-minutes`: each notebook's core path in minutes, docs/core_path.md
     kernels          how the pipeline starts its kernels (IPC sockets) and shows what they print
     copy_corpus      the copy detector's bars on an honest-versus-copy corpus, 200 students timed
+    fabricated_class a class of fabricated students, built as an LMS hands them in
+    bench_grading    grading throughput: a fabricated class autograded, in the sandbox, timed
+    lms_lateness     lateness from Canvas's downloads, through the grader's commands
     zoo              the bug zoo: each exercise's usual mistakes and right variants, as data
     regenerate_baselines_colab.{py,ipynb}   the pipeline on a Colab GPU
 
 They run from a checkout (`python -m maintainer.pipeline`). They import the package, the
-checkpoints and grader's course helpers; only the tests import them.
+checkpoints and the grader (its course folder's layout, its engine and its term); only the tests
+import them.
 """
 
 from __future__ import annotations

@@ -43,8 +43,8 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from grader.course import TRAINING_NOTEBOOK
 from transformer_lab.baselines import device_class
+from transformer_lab.catalogue import TRAINING_NOTEBOOK
 from transformer_lab.data import TEST_CHARS, VAL_END, Corpus, load_corpus
 from transformer_lab.evaluate import evaluate_gpt, evaluate_lstm, gpt_windows
 from transformer_lab.lstm import CharLSTM
@@ -60,7 +60,14 @@ from transformer_lab.runtime import (
     resolve_device,
     set_seed,
 )
-from transformer_lab.train import DEFAULT_LR, T_DEFAULT, estimate_loss, train_lm, validation_starts
+from transformer_lab.train import (
+    DEFAULT_LR,
+    T_DEFAULT,
+    Recipe,
+    estimate_loss,
+    train_lm,
+    validation_starts,
+)
 
 from . import ROOT, commit_label
 
@@ -131,10 +138,14 @@ def ours_tokens_per_s(
 
     The timed run includes one validation batch at its end, as every run of ours does.
     """
-    kwargs = {"lr": LR, "progress": False, "precision": precision, "compile": compile}
+    name = precision.name if precision else None
     warmup = _warmup(steps)
-    train_lm(model, corpus, Budget("warm-up", BATCH_SIZE, warmup, warmup, 1), **kwargs)
-    history = train_lm(model, corpus, Budget("bench", BATCH_SIZE, steps, steps, 1), **kwargs)
+    for budget in (
+        Budget("warm-up", BATCH_SIZE, warmup, warmup, 1),
+        Budget("bench", BATCH_SIZE, steps, steps, 1),
+    ):
+        recipe = Recipe.of(budget, lr=LR, precision=name)
+        history = train_lm(model, corpus, recipe, progress=False, compile=compile)
     return history.tokens_per_s, history.compiled
 
 
@@ -201,13 +212,13 @@ def step_times(
             model = _model(name, attention)
             lr = DEFAULT_LR[name]
             warm = Budget("warm-up", quick.batch_size, _warmup(steps), steps, 1)
-            train_lm(model, corpus, warm, lr=lr, progress=False)
+            train_lm(model, corpus, Recipe.of(warm, lr=lr), progress=False)
             starts = validation_starts(corpus.val, quick.batch_size, T_DEFAULT, validation_batches)
             start = time.perf_counter()
             estimate_loss(model, corpus.val, starts, T_DEFAULT, precision)
             batch = (time.perf_counter() - start) / validation_batches
             timed = Budget("bench", quick.batch_size, steps, steps, 1)
-            history = train_lm(model, corpus, timed, lr=lr, progress=False)
+            history = train_lm(model, corpus, Recipe.of(timed, lr=lr), progress=False)
             step_ms[name, attention].append((history.wall_time_s - batch) / steps * 1000)
             validation_ms[name, attention].append(batch * 1000)
     return StepTimes(step_ms, validation_ms)

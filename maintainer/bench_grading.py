@@ -26,8 +26,8 @@ from grader.course import Layout
 from grader.engine import autograde as grading
 from grader.outcome import Status
 from grader.term import collect
+from grader.term.course_open import Course
 from maintainer.fabricated_class import (
-    NAMES,
     WRONG_ATTENTION,
     fabricate,
     perfect,
@@ -36,6 +36,7 @@ from maintainer.fabricated_class import (
     with_attention,
     write,
 )
+from transformer_lab.catalogue import NOTEBOOKS
 
 SETTINGS = {"cell_timeout": 10, "memory_gb": 3, "force": True, "progress": False}
 
@@ -57,7 +58,7 @@ def _timed(fn, name: str, spent: dict):
 def fabricate_class(course: Path, folder: Path) -> None:
     """8 students x 6 notebooks: 5 solved everything, 2 untouched, 1 wrong attention in 01."""
     for student in range(1, 9):
-        for name in NAMES:
+        for name in NOTEBOOKS:
             if student in (6, 7):
                 nb = untouched(course, name)
             elif student == 8 and name == "01_attention":
@@ -155,7 +156,7 @@ def main() -> None:
         course, downloads = Path(tmp) / "course", Path(tmp) / "downloads"
         release(course)
         fabricate_class(course, downloads / "class")
-        collect.collect(downloads / "class", course)
+        collect.collect(Course.open(course), downloads / "class")
         print(
             f"fixed cost of a job (one empty cell): sandbox {fixed_cost(course, True):.1f} s, "
             f"none {fixed_cost(course, False):.1f} s"
@@ -181,7 +182,7 @@ def main() -> None:
         test_class = Path(tmp) / "test-class"
         release(test_class)
         fabricate(test_class, downloads / "test-class")
-        collect.collect(downloads / "test-class", test_class)
+        collect.collect(Course.open(test_class), downloads / "test-class")
         print("the fabricated test class (hostile notebooks included):")
         run("  sandbox, 2 local workers", test_class, workers=2)
 

@@ -35,23 +35,15 @@ import nbformat
 
 from grader.course import Layout
 from grader.term import copies
-from maintainer.fabricated_class import NAMES, release
+from grader.term.course_open import Course
+from maintainer.fabricated_class import release
 from maintainer.zoo import nb01, nb02, nb03, nb04, nb05, nb06
 from transformer_lab import attention as tl_attention
 from transformer_lab import model as tl_model
+from transformer_lab.catalogue import EXERCISES, NOTEBOOKS
 
 STUB = re.compile(r"^([ \t]*)# TODO: your code here\n[ \t]*raise NotImplementedError\(.*\)$", re.M)
-NOTEBOOK_OF = {
-    "ex0_read_the_model": "01_attention",
-    "ex1_attention": "01_attention",
-    "ex2_causal_mask": "02_causal_mask",
-    "ex3_embed": "03_positions",
-    "ex4_metrics": "04_training",
-    "ex4_prediction": "04_training",
-    "ex5_mean_distance": "05_heads",
-    "ex6a_multi_head": "06_stretch",
-    "ex6b_block": "06_stretch",
-}
+NOTEBOOK_OF = {cell: exercise.notebook for exercise in EXERCISES for cell in exercise.cells}
 # The body of the package's function that answers an exercise, under the exercise's names.
 REFERENCE_OF = {
     "ex1_attention": (tl_attention.scaled_dot_product_attention, {"empty_row": "'error'"}),
@@ -752,10 +744,10 @@ def fabricated_class(course: Path, students: int, seed: int = 0) -> dict:
     an honest style, the course's solution or a classmate's answer, drawn at random."""
     rng = random.Random(seed)
     table = corpus(course)
-    releases = {a: nbformat.read(Layout(course).notebook("release", a), 4) for a in NAMES}
+    releases = {a: nbformat.read(Layout(course).notebook("release", a), 4) for a in NOTEBOOKS}
     notebooks = {}
     for n in range(students):
-        for assignment in NAMES:
+        for assignment in NOTEBOOKS:
             nb = releases[assignment]
             for grade_id, a in NOTEBOOK_OF.items():
                 if a == assignment:
@@ -772,9 +764,9 @@ def time_class(course: Path, students: int) -> tuple[float, int, int]:
         path = Layout(course).notebook("autograded", assignment, student)
         path.parent.mkdir(parents=True, exist_ok=True)
         nbformat.write(nb, path)
-    keys = [(f"student{n:03d}", a) for n in range(students) for a in NAMES]
+    keys = [(f"student{n:03d}", a) for n in range(students) for a in NOTEBOOKS]
     start = time.perf_counter()
-    found = copies.class_report_matches(course, keys)
+    found = copies.class_report_matches(Course.open(course), keys)
     seconds = time.perf_counter() - start
     return seconds, len(found), len(copies.flagged(found))
 
@@ -824,8 +816,8 @@ def main(argv: list[str] | None = None) -> None:
                 print(f"  {r.grade_id}: {line}")
         seconds, n_matches, n_flagged = time_class(course, args.students)
         print(
-            f"{args.students} students x {len(NAMES)} notebooks: {seconds:.1f} s in one process "
-            f"on {platform.machine()} with {os.cpu_count()} CPU cores, load average "
+            f"{args.students} students x {len(NOTEBOOKS)} notebooks: {seconds:.1f} s in one "
+            f"process on {platform.machine()} with {os.cpu_count()} CPU cores, load average "
             f"{os.getloadavg()[0]:.1f} ({n_matches} matches, {n_flagged} flagged)"
         )
 

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field, fields
 from functools import cache
 from pathlib import Path
 
-from grader.course import TRAINING_NOTEBOOK
+from transformer_lab.catalogue import TRAINING_NOTEBOOK
 from transformer_lab.model import GPTConfig
 from transformer_lab.runtime import BUDGETS, resolve_mode
 from transformer_lab.train import T_DEFAULT

@@ -25,8 +25,8 @@ from grader.course import Layout
 from maintainer import ROOT
 from maintainer.notebook_build import SOLUTION_MARKERS
 from transformer_lab import attention as tl_attention
+from transformer_lab.catalogue import NOTEBOOKS
 
-NAMES = ["01_attention", "02_causal_mask", "03_positions", "04_training", "05_heads", "06_stretch"]
 RELEASE = [sys.executable, "-m", "maintainer.notebook_build", "--no-workshop", "--course"]
 
 
@@ -189,7 +189,7 @@ def write(path: Path, nb) -> None:
 
 
 def fabricate(course: Path, folder: Path) -> None:
-    for name in NAMES:
+    for name in NOTEBOOKS:
         write(folder / "perfect" / f"{name}.ipynb", perfect(course, name))
     write(folder / "untouched" / "01_attention.ipynb", untouched(course, "01_attention"))
     partial = untouched(course, "01_attention")

@@ -111,7 +111,7 @@ def main() -> None:
     else:  # that tree's release, so that its checks grade its own notebooks
         build = [sys.executable, "-m", "maintainer.notebook_build", "--no-workshop", "--course"]
         subprocess.run([*build, str(course)], cwd=checkout, check=True, capture_output=True)
-    (course / "course.toml").write_text(COURSE_TOML)
+    Layout(course).settings.write_text(COURSE_TOML)
     (home / "students.csv").write_text(ROSTER)
     grader(checkout, course, "roster", str(home / "students.csv"))
     for batch in downloads(course, home):

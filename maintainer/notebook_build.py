@@ -26,7 +26,8 @@ import tempfile
 import tomllib
 from pathlib import Path
 
-from grader.course import COURSE, Layout, nbgrader_config, release
+from grader.course import COURSE, Layout, nbgrader_config
+from grader.term.nbgrader_apps import release
 
 from . import ROOT
 from .setup_cell import FORM, graded_setup, tags, workshop_setup
@@ -289,11 +290,12 @@ students the wheel with the notebook, and they upload it there (its message says
 def publish(names: list[str], course: Path, publish_url: str | None = None) -> Path:
     """COURSE/publish/: the released notebooks, flat, the student wheel their setup cell installs,
     and a README on where they go."""
-    folder = Layout(Path(course)).step("publish")
+    layout = Layout(Path(course))
+    folder = layout.step("publish")
     folder.mkdir(parents=True, exist_ok=True)
     for name in names:
-        released = Layout(Path(course)).notebook("release", name)
-        (folder / f"{name}.ipynb").write_bytes(released.read_bytes())
+        released = layout.notebook("release", name)
+        layout.published(f"{name}.ipynb").write_bytes(released.read_bytes())
     wheel = build_wheel(folder).name
     url = publish_url.strip().rstrip("/") if publish_url else None
     if url:
@@ -301,7 +303,7 @@ def publish(names: list[str], course: Path, publish_url: str | None = None) -> P
     else:
         where = NO_PUBLISH_URL.format(wheel=wheel)
     readme = PUBLISH_README.format(where=where, wheel=wheel)
-    (folder / "README.md").write_text(readme, encoding="utf-8")
+    layout.published("README.md").write_text(readme, encoding="utf-8")
     return folder
 
 
@@ -330,7 +332,7 @@ def build(
         colab = Path(notebooks_dir).parent / "maintainer" / f"{COLAB_PIPELINE.stem}.ipynb"
         write(colab_pipeline_notebook(), colab)
     if with_release:
-        release(names, course)
+        release(Layout(Path(course)), names)
         publish(names, course, publish_url)
     return names
 

@@ -46,9 +46,9 @@ from pathlib import Path
 
 import torch
 
-from grader.course import TRAINING_NOTEBOOK
 from grader.ctrl_c import ctrl_c_waits
 from transformer_lab.baselines import device_class, run_key
+from transformer_lab.catalogue import TRAINING_NOTEBOOK
 from transformer_lab.runtime import (
     BUDGETS,
     device_name,

@@ -157,7 +157,8 @@ def train_and_score(name, make_model, evaluate, seed, label):
     torch.manual_seed(seed)
     model = make_model()
     lr = tl.DEFAULT_LR[name]
-    history = tl.train_lm(model, corpus, BUDGET, lr=lr, seed=seed, desc=f"{name}, seed {seed}")
+    recipe = tl.Recipe.of(BUDGET, lr=lr)  # the course's: AdamW, warm-up, cosine decay
+    history = tl.train_lm(model, corpus, recipe, seed=seed, desc=f"{name}, seed {seed}")
     score = evaluate(model, corpus, characters=BUDGET.test_characters)
     size = {"parameters": tl.count_parameters(model), "train_seconds": history.wall_time_s}
     recipe = history.recipe.as_dict()  # how it trained, kept with the row
@@ -237,26 +238,16 @@ for seed in SEEDS:
         *_, row = train_and_score(name, make, evaluate, seed, label)
         record(RESULTS, {"rows": {name: {"seeds": {str(seed): row.as_dict()}}}})
 if RESULTS is not None and BUDGET.name == "full":
-    recipe = tl.LAB3_RECIPE
     torch.manual_seed(0)
-    lab3 = tl.CharLSTM(forget_gate_bias=recipe["forget_gate_bias"])
-    lab3_budget = tl.Budget("lab3", recipe["batch_size"], recipe["steps"], 500, 20)
-    lab3_history = tl.train_lm(
-        lab3,
-        corpus,
-        lab3_budget,
-        lr=recipe["lr"],
-        optimizer=recipe["optimizer"],
-        schedule=recipe["schedule"],
-        desc="Lab 3 LSTM",
-    )
+    lab3 = tl.CharLSTM(forget_gate_bias=tl.LAB3_FORGET_GATE_BIAS)
+    lab3_history = tl.train_lm(lab3, corpus, tl.LAB3_RECIPE, desc="Lab 3 LSTM")
     lab3_row = ResultRow.from_score(
         lab3_label(lab3_history.recipe.as_dict()),
         3,
         tl.evaluate_lstm(lab3, corpus),
         parameters=tl.count_parameters(lab3),
-        steps=recipe["steps"],
-        batch_size=recipe["batch_size"],
+        steps=tl.LAB3_RECIPE.steps,
+        batch_size=tl.LAB3_RECIPE.batch_size,
         train_seconds=lab3_history.wall_time_s,
         recipe=lab3_history.recipe.as_dict(),
     )
@@ -291,7 +282,8 @@ print(f"saved to {path}. {tl.save_to_drive(path, USE_DRIVE)}")
 # dot and your run a star.
 
 # %%
-from transformer_lab.baselines import after_the_lab, lecture_comparison, load_baselines
+from transformer_lab.baselines import after_the_lab, load_baselines
+from transformer_lab.lecture_reading import lecture_comparison
 from transformer_lab.plots import plot_budgets
 
 own = {"gpt": gpt_row.nats, "lstm": lstm_row.nats}

@@ -95,4 +95,6 @@ def code_cells(stem: str, **parameters: str) -> list:
 def run(exercise, body: str | None = None) -> dict:
     """Run a bug-zoo exercise (maintainer/zoo/: its solution when body is None) and its
     checkpoint."""
-    return run_exercise(exercise.stem, exercise.cell, exercise.check, body, before=exercise.before)
+    return run_exercise(
+        exercise.notebook, exercise.cell, exercise.check, body, before=exercise.runs_after
+    )

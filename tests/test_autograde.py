@@ -18,6 +18,7 @@ from conftest import executing
 
 from grader.course import Layout
 from grader.engine import autograde as grading
+from grader.term.course_open import Course
 from grader.term.scores import autograde
 from maintainer.fabricated_class import untouched, write
 
@@ -134,6 +135,6 @@ def test_jobs_start_while_later_notebooks_are_still_being_sanitized(course, monk
     monkeypatch.setattr(grading, "prepare", recording_prepare)
     monkeypatch.setattr(grading, "job_pool", recording_pool)
     monkeypatch.setattr(grading, "run_job", lambda *_: {"error": "not run: a stand-in job"})
-    outcomes = autograde(course, workers=1, sandboxed=False, progress=False)
+    outcomes = autograde(Course.open(course), workers=1, sandboxed=False, progress=False)
     assert {o.status for o in outcomes} == {"failed"} and len(outcomes) == 3
     assert events == ["prepare", "job"] * 3

@@ -20,6 +20,7 @@ from paths import ROOT
 
 from grader.engine import sandbox
 from grader.term import collect
+from grader.term.course_open import Course
 from maintainer.fabricated_class import release
 
 pytestmark = pytest.mark.heavy(order=10)
@@ -46,7 +47,7 @@ def make_course(tmp_path: Path) -> Path:
         path = downloads / student / f"{NAME}.ipynb"
         path.parent.mkdir(parents=True)
         path.write_text(json.dumps(nb))
-    collect.collect(downloads, course)
+    collect.collect(Course.open(course), downloads)
     return course
 
 

@@ -18,11 +18,11 @@ from transformer_lab.baselines import (
     after_the_lab,
     lab3_label,
     lab3_lstm_row,
-    lecture_comparison,
     nearest_run,
     recorded_budgets,
     recorded_distances,
 )
+from transformer_lab.lecture_reading import lecture_comparison
 from transformer_lab.model import GPTConfig
 from transformer_lab.saving import sha256
 from transformer_lab.verdict import Gap, t_quantile

@@ -24,7 +24,7 @@ TABLES = {
 }
 MISTAKES = {f"{t}: {name}": m for t, table in TABLES.items() for name, m in table.MISTAKES.items()}
 RIGHT = {f"{t}: {name}": r for t, table in TABLES.items() for name, r in table.RIGHT.items()}
-EXERCISES = {f"{ex.stem}: {ex.cell}": ex for table in TABLES.values() for ex in table.EXERCISES}
+EXERCISES = {f"{ex.notebook}: {ex.cell}": ex for table in TABLES.values() for ex in table.EXERCISES}
 NOT_DONE = 'raise NotImplementedError("not done yet")'
 
 
@@ -35,7 +35,7 @@ def test_mistake_gets_its_code_and_diagnosis(name, capsys):
         run(mistake.exercise, mistake.body)
     assert not isinstance(failure.value, NotDoneYet), str(failure.value)
     assert failure.value.code == mistake.code, str(failure.value)
-    assert failure.value.code.startswith(mistake.exercise.prefix + "."), str(failure.value)
+    assert failure.value.code.startswith(mistake.exercise.name + "."), str(failure.value)
     for fragment in fragments(mistake):
         assert fragment in failure.value.message, str(failure.value)
 
@@ -54,4 +54,4 @@ def test_solution_passes_and_stub_is_not_done(name, capsys):
     assert capsys.readouterr().out.count("✅") == exercise.ticks
     with pytest.raises(NotDoneYet, match="not done yet") as failure:
         run(exercise, NOT_DONE)
-    assert failure.value.code == f"{exercise.prefix}.not_done", str(failure.value)
+    assert failure.value.code == f"{exercise.name}.not_done", str(failure.value)

@@ -20,6 +20,7 @@ from paths import ROOT
 from grader.outcome import Outcome
 from grader.term import collect
 from grader.term.bundles import bundle_feedback
+from grader.term.course_open import Course
 from grader.term.roster import import_roster
 from maintainer.fabricated_class import perfect, write
 
@@ -50,12 +51,12 @@ def course(released, tmp_path) -> Path:
     with a score still there)."""
     course = Path(shutil.copytree(released, tmp_path / "course"))
     (tmp_path / "students.csv").write_text(ROSTER)
-    import_roster(course, tmp_path / "students.csv")
+    import_roster(Course.open(course), tmp_path / "students.csv")
     for student, name in HANDED_IN.items():
         nb = perfect(course, NB)
         nb["metadata"]["student"] = student  # a file of their own (another hash)
         write(tmp_path / "downloads" / name, nb)
-    collect.collect(tmp_path / "downloads", course)
+    collect.collect(Course.open(course), tmp_path / "downloads")
     for student in HANDED_IN:
         page = course / "feedback" / student / NB / f"{NB}.html"
         page.parent.mkdir(parents=True)
@@ -71,7 +72,7 @@ def pages(zip_path: Path) -> dict[str, str]:
 
 
 def test_one_zip_a_notebook_with_a_page_named_as_each_file_came(course):
-    written = bundle_feedback(course)
+    written = bundle_feedback(Course.open(course), {})  # no written answer waits: test_gradesheet
     folder = course / "reports" / "feedback_bundles"
     assert written == [folder / f"{NB}.zip"]  # only 01 has feedback
     inside = pages(folder / f"{NB}.zip")
@@ -87,7 +88,7 @@ def test_one_zip_a_notebook_with_a_page_named_as_each_file_came(course):
 
 
 def test_a_notebook_not_graded_gets_a_page_that_says_why_never_an_old_score(course):
-    inside = pages(bundle_feedback(course)[0])
+    inside = pages(bundle_feedback(Course.open(course), {})[0])
     eve, frank = inside["eve_01_attention.html"], inside["frank_01_attention.html"]
     assert "01_attention: not graded" in eve and "hand that file in again" in eve
     assert "<strong>Why:</strong> not valid notebook JSON (cut short)" in eve
@@ -101,7 +102,7 @@ def test_the_zips_are_rebuilt_and_a_stale_one_is_gone(course):
     folder = course / "reports" / "feedback_bundles"
     folder.mkdir(parents=True)
     (folder / "03_positions.zip").write_bytes(b"stale")
-    assert [p.name for p in bundle_feedback(course)] == [f"{NB}.zip"]
+    assert [p.name for p in bundle_feedback(Course.open(course), {})] == [f"{NB}.zip"]
     assert sorted(p.name for p in folder.iterdir()) == [f"{NB}.zip"]
 
 

@@ -16,6 +16,7 @@ import pytest
 from checkpoints.results import MIME, Result
 from grader.course import Layout
 from grader.term.class_report import NAMED, class_report
+from grader.term.course_open import Course
 from grader.term.roster import import_roster
 from maintainer.fabricated_class import release
 
@@ -64,7 +65,7 @@ def counts(course: Path) -> dict[tuple[str, str], tuple[int, int]]:
 
 
 def test_each_check_counts_its_outcomes_by_the_code_left(course):
-    written = class_report(course)
+    written = class_report(Course.open(course))
     assert counts(course) == {
         ("ex0_check", "passed"): (4, 4),
         ("ex1_check", "ex1.no_sqrt_dk"): (2, 4),
@@ -86,7 +87,7 @@ def test_names_appear_only_when_asked_and_never_in_the_report_for_class(course, 
     """`--names` writes its own file, beside the one shown in class: bob by his id, then the
     name and the Canvas login the roster has; cyd, on no roster, by the id alone."""
     reports = course / "reports"
-    class_report(course)
+    class_report(Course.open(course))
     text = (reports / "class.md").read_text(encoding="utf-8")
     assert not any(student in text for student in CLASS)
     assert not (reports / NAMED).exists()
@@ -94,9 +95,9 @@ def test_names_appear_only_when_asked_and_never_in_the_report_for_class(course, 
         "Student,ID,SIS User ID,SIS Login ID,Section\n"
         '"Stone, Bob",23456,bob,bstone,Lab B\n"Archer, Ann",12345,ann,ann,Lab A\n'
     )
-    import_roster(course, tmp_path / "canvas.csv")
+    import_roster(Course.open(course), tmp_path / "canvas.csv")
     try:
-        written = class_report(course, names=True)
+        written = class_report(Course.open(course), names=True)
     finally:
         (course / "roster.csv").unlink()
     assert (reports / "class.md").read_text(encoding="utf-8") == text  # still fit for class

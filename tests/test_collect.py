@@ -23,6 +23,7 @@ import pytest
 from grader.__main__ import main
 from grader.course import GradingError
 from grader.term import collect, collected
+from grader.term.course_open import Course
 from maintainer.fabricated_class import (
     canvas_name,
     canvas_zip,
@@ -87,9 +88,9 @@ NOT_RECORDED = "at a time not recorded (Canvas: not late)"
 
 def test_the_same_zip_again_changes_nothing_and_says_so(course, tmp_path):
     batch = canvas(tmp_path / "canvas.zip", (ALICE, good(course)))
-    first = collect.collect(batch, course)
+    first = collect.collect(Course.open(course), batch)
     before = submitted(course), (course / "collected" / "index.jsonl").read_text()
-    again = collect.collect(batch, course)
+    again = collect.collect(Course.open(course), batch)
     assert [f.status for f in first] == ["counts"] and [f.status for f in again] == ["unchanged"]
     assert again.summary.startswith("collect canvas.zip: 1 file, nothing changed: unchanged 1\n")
     assert (submitted(course), (course / "collected" / "index.jsonl").read_text()) == before
@@ -103,28 +104,28 @@ def test_the_same_folder_again_changes_nothing(course, tmp_path):
     (folder / "bob").mkdir(parents=True)
     (folder / "bob" / f"{NAME}.ipynb").write_bytes(good(course))
     os.utime(folder / "bob" / f"{NAME}.ipynb", ns=(0, 1_800_000_000_123_456_789))  # sub-second
-    assert [f.status for f in collect.collect(folder, course)] == ["counts"]
-    again = collect.collect(folder, course)
+    assert [f.status for f in collect.collect(Course.open(course), folder)] == ["counts"]
+    again = collect.collect(Course.open(course), folder)
     assert again.summary.startswith("collect downloads: 1 file, nothing changed: unchanged 1\n")
 
 
 def test_a_broken_file_never_replaces_one_that_can_be_graded(course, tmp_path):
-    collect.collect(canvas(tmp_path / "a.zip", (ALICE, good(course))), course)
+    collect.collect(Course.open(course), canvas(tmp_path / "a.zip", (ALICE, good(course))))
     kept = submitted(course)
-    (item,) = collect.collect(canvas(tmp_path / "b.zip", (ALICE2, CORRUPT)), course)
+    (item,) = collect.collect(Course.open(course), canvas(tmp_path / "b.zip", (ALICE2, CORRUPT)))
     assert item.status == "refused"
     assert submitted(course) == kept
     assert (course / "collected" / f"{item.sha256}.ipynb").read_bytes() == CORRUPT  # kept
     assert item.note.startswith("refused: it cannot be graded (not valid notebook JSON")
     # Collected again, it changes nothing, and the note says which file counts.
-    (again,) = collect.collect(canvas(tmp_path / "c.zip", (ALICE2, CORRUPT)), course)
+    (again,) = collect.collect(Course.open(course), canvas(tmp_path / "c.zip", (ALICE2, CORRUPT)))
     stays = collected.sha256(kept[0])[:12]
     assert again.status == "unchanged" and submitted(course) == kept
     assert again.note.endswith(f"{stays}, handed in {NOT_RECORDED}, counts")
 
 
 def test_the_refusal_is_one_printed_line_that_says_why(course, tmp_path, capsys):
-    collect.collect(canvas(tmp_path / "a.zip", (ALICE, good(course))), course)
+    collect.collect(Course.open(course), canvas(tmp_path / "a.zip", (ALICE, good(course))))
     stays = collected.sha256(good(course))[:12]
     canvas(tmp_path / "b.zip", (ALICE2, CORRUPT))
     main(["--course", str(course), "collect", str(tmp_path / "b.zip")])
@@ -142,9 +143,9 @@ def test_the_refusal_is_one_printed_line_that_says_why(course, tmp_path, capsys)
 def test_an_earlier_upload_is_kept_and_refused(course, tmp_path):
     # The later download, collected first; the earlier one, built later still, comes after.
     newer = canvas(tmp_path / "new.zip", (ALICE2, good(course, "second")))
-    collect.collect(newer, course)
+    collect.collect(Course.open(course), newer)
     older = canvas_zip(tmp_path / "old.zip", [(ALICE, good(course, "first"))], datetime.now())
-    (item,) = collect.collect(older, course)
+    (item,) = collect.collect(Course.open(course), older)
     stays = collected.sha256(good(course, "second"))[:12]
     assert item.status == "refused"
     assert item.note == (
@@ -164,7 +165,10 @@ def test_the_newer_upload_wins_by_attachment_id_not_by_equal_times(course, tmp_p
         ]
     ):
         copy = Path(shutil.copytree(course, course.parent / f"copy{n}"))
-        found = {f.source: f for f in collect.collect(canvas(tmp_path / f"{n}.zip", *files), copy)}
+        found = {
+            f.source: f
+            for f in collect.collect(Course.open(copy), canvas(tmp_path / f"{n}.zip", *files))
+        }
         newest = dict(files)[ALICE2]
         assert submitted(copy)[0] == newest
         assert found[ALICE].note == f"refused: {ALICE2!r} is a newer copy of the same notebook"
@@ -181,14 +185,16 @@ def test_the_order_of_collects_does_not_matter(released, tmp_path):
         course = Path(shutil.copytree(released, tmp_path / "-".join(order)))
         (course / "roster.csv").write_text(ROSTER)
         for name in order:
-            collect.collect(canvas_zip(tmp_path / f"{name}.zip", batches[name], BUILT), course)
+            collect.collect(
+                Course.open(course), canvas_zip(tmp_path / f"{name}.zip", batches[name], BUILT)
+            )
         results.append(submitted(course))
     assert results == [(good(released, "second"), None)] * 3
 
 
 def test_an_emailed_fix_counts_from_the_time_given(course, tmp_path):
     corrupt = canvas(tmp_path / "canvas.zip", (ALICE, CORRUPT))
-    batch = collect.collect(corrupt, course)
+    batch = collect.collect(Course.open(course), corrupt)
     (broken,) = batch
     assert submitted(course)[0] == CORRUPT  # nothing else: graded, so that it is quarantined
     # What collect knows, it says: not "counts", and what to do.
@@ -203,17 +209,19 @@ def test_an_emailed_fix_counts_from_the_time_given(course, tmp_path):
     )
     fix = tmp_path / "attachment.ipynb"
     fix.write_bytes(good(course))
-    (item,) = collect.collect(fix, course, student="Alice", submitted_at="2027-01-15T18:00")
+    (item,) = collect.collect(
+        Course.open(course), fix, student="Alice", submitted_at="2027-01-15T18:00"
+    )
     assert (item.student, item.status, item.time_from) == ("alice", "counts", "given")
     assert submitted(course) == (good(course), "2027-01-15 17:00:00.000000 UTC")
     assert (
         f"| attachment.ipynb | alice | {NAME} | 2027-01-15 18:00 CET (given) |"
         in (course / "reports" / "collect.md").read_text()
     )
-    (again,) = collect.collect(corrupt, course)
+    (again,) = collect.collect(Course.open(course), corrupt)
     assert again.status == "unchanged"
     assert submitted(course) == (good(course), "2027-01-15 17:00:00.000000 UTC")
-    listing = collected.pin_command(course, "alice", NAME, None, False)
+    listing = collected.pin_command(Course.open(course), "alice", NAME, None, False)
     assert "| given | attachment.ipynb |" in listing
     assert "| no: not valid notebook JSON" in listing
 
@@ -222,9 +230,9 @@ def test_the_instructors_time_and_student_are_checked(course, tmp_path):
     fix = tmp_path / "attachment.ipynb"
     fix.write_bytes(good(course))
     with pytest.raises(GradingError, match="--submitted-at '3 Oct' is not a date and time"):
-        collect.collect(fix, course, student="alice", submitted_at="3 Oct")
+        collect.collect(Course.open(course), fix, student="alice", submitted_at="3 Oct")
     with pytest.raises(GradingError, match="--student mallory: 'mallory' is not on the roster"):
-        collect.collect(fix, course, student="mallory")
+        collect.collect(Course.open(course), fix, student="mallory")
     assert not (course / "collected").exists()
 
 
@@ -238,30 +246,34 @@ def test_student_takes_a_login_or_an_email(course, tmp_path):
     fix = tmp_path / "attachment.ipynb"
     for n, typed in enumerate(["aarcher", "AARCHER", "alice@example.edu", "archeralice", "S001"]):
         fix.write_bytes(good(course, str(n)))
-        (item,) = collect.collect(fix, course, student=typed, submitted_at="2027-01-15T18:00")
+        (item,) = collect.collect(
+            Course.open(course), fix, student=typed, submitted_at="2027-01-15T18:00"
+        )
         assert item.student == "S001", typed
     with pytest.raises(GradingError, match="--student stone: 'stone' is not on the roster"):
-        collect.collect(fix, course, student="stone")
+        collect.collect(Course.open(course), fix, student="stone")
 
 
 def test_a_pin_chooses_and_unpinning_returns_to_the_rule(course, tmp_path):
-    collect.collect(canvas(tmp_path / "a.zip", (ALICE, good(course, "first"))), course)
-    collect.collect(canvas(tmp_path / "b.zip", (ALICE2, good(course, "second"))), course)
+    collect.collect(Course.open(course), canvas(tmp_path / "a.zip", (ALICE, good(course, "first"))))
+    collect.collect(
+        Course.open(course), canvas(tmp_path / "b.zip", (ALICE2, good(course, "second")))
+    )
     first = collected.sha256(good(course, "first"))
-    said = collected.pin_command(course, "alice", NAME, first[:8], False)
+    said = collected.pin_command(Course.open(course), "alice", NAME, first[:8], False)
     assert said.startswith(f"alice / {NAME}: {first[:12]} counts (pinned with collect-pin)")
     assert submitted(course) == (good(course, "first"), None)
     third = canvas(tmp_path / "c.zip", (ALICE3, good(course, "3")))
-    (item,) = collect.collect(third, course)
+    (item,) = collect.collect(Course.open(course), third)
     assert item.note.startswith(f"refused: {first[:12]} is pinned with collect-pin")
     assert submitted(course)[0] == good(course, "first")
-    collected.pin_command(course, "alice", NAME, None, True)
+    collected.pin_command(Course.open(course), "alice", NAME, None, True)
     assert submitted(course)[0] == good(course, "3")
     steps = [section.split("\n")[0].split(" · ")[1] for section in log_sections(course)]
     pin, unpin = f"collect-pin alice {NAME}", f"collect-pin alice {NAME} --unpin"
     assert steps[2:] == [pin, f"collect {third}", unpin]
     with pytest.raises(GradingError, match="no kept file of alice / 01_attention has a hash"):
-        collected.pin_command(course, "alice", NAME, "zzzz", False)
+        collected.pin_command(Course.open(course), "alice", NAME, "zzzz", False)
 
 
 def test_a_file_or_time_put_in_submitted_by_hand_is_kept(course, tmp_path):
@@ -271,20 +283,20 @@ def test_a_file_or_time_put_in_submitted_by_hand_is_kept(course, tmp_path):
     (folder / f"{NAME}.ipynb").write_bytes(good(course, "by hand"))
     (folder / "timestamp.txt").write_text("2027-01-15 22:00:00.000000 UTC\n")
     zipped = canvas(tmp_path / "canvas.zip", (ALICE, CORRUPT))
-    found = collect.collect(zipped, course)
+    found = collect.collect(Course.open(course), zipped)
     assert found[0].status == "refused"
     assert submitted(course) == (good(course, "by hand"), "2027-01-15 22:00:00.000000 UTC")
     assert f"recorded from submitted/alice/{NAME}/{NAME}.ipynb" in found.summary
     (folder / "timestamp.txt").write_text("2027-01-15 21:00:00.000000 UTC\n")  # edited
-    assert collect.collect(zipped, course)[0].status == "unchanged"
+    assert collect.collect(Course.open(course), zipped)[0].status == "unchanged"
     assert submitted(course) == (good(course, "by hand"), "2027-01-15 21:00:00.000000 UTC")
 
 
 def test_handed_in_nothing_counts_every_collect(course, tmp_path):
     (course / "roster.csv").write_text(ROSTER + "carol,Carol,Reed,,\n")
-    collect.collect(canvas(tmp_path / "a.zip", (ALICE, good(course))), course)
+    collect.collect(Course.open(course), canvas(tmp_path / "a.zip", (ALICE, good(course))))
     one = canvas(tmp_path / "b.zip", ("stonebob_222_9009_04_training.ipynb", b"{}"))
-    printed = collect.collect(one, course).summary
+    printed = collect.collect(Course.open(course), one).summary
     assert "on the roster, nothing handed in at all: 1 (carol)" in printed  # not alice
     report = (course / "reports" / "collect.md").read_text()
     assert "- any notebook (1): carol" in report
@@ -299,12 +311,12 @@ def test_a_stamped_course_takes_entry_times_in_its_zone(course, tmp_path):
     with zipfile.ZipFile(tmp_path / "z.zip", "w") as archive:
         archive.writestr(info, good(course))
     # Unless the course says its downloads are stamped, an entry's time is no hand-in time.
-    printed = collect.collect(tmp_path / "z.zip", course).summary.splitlines()
+    printed = collect.collect(Course.open(course), tmp_path / "z.zip").summary.splitlines()
     assert printed[1] == "hand-in times: none recorded 1 (no penalty here; see [collect] stamped)"
     assert "| bob | 01_attention | at a time not recorded |" in log_sections(course)[-1]
     assert submitted(course, "bob")[1] is None
     (course / "course.toml").write_text(COURSE_TOML + "\n[collect]\nstamped = true\n")
-    printed = collect.collect(tmp_path / "z.zip", course).summary.splitlines()
+    printed = collect.collect(Course.open(course), tmp_path / "z.zip").summary.splitlines()
     assert printed[:2] == ["collect z.zip: 1 file: counts 1", "hand-in times: zip entry 1"]
     row = "2027-01-16 00:30 CET (zip entry), 31 min late (due 2027-01-15 23:59 CET)"
     assert row in (course / "reports" / "collect.md").read_text()
@@ -315,7 +327,9 @@ def test_a_stamped_course_takes_entry_times_in_its_zone(course, tmp_path):
 
 def test_a_long_batch_prints_a_short_summary(course, tmp_path):
     strangers = [(f"x{i}_9{i}_1{i}_01_attention.ipynb", b"{}") for i in range(15)]
-    printed = collect.collect(canvas(tmp_path / "many.zip", *strangers), course).summary
+    printed = collect.collect(
+        Course.open(course), canvas(tmp_path / "many.zip", *strangers)
+    ).summary
     assert printed.count("\nskipped: ") == collect.SHOWN + 1
     assert "\nskipped: 5 more in the report\n" in printed
     assert (course / "reports" / "collect.md").read_text().count("| skipped |") == 15
@@ -340,7 +354,7 @@ def test_an_id_with_copy_in_it_keeps_it(course, tmp_path):
     folder = tmp_path / "downloads"
     folder.mkdir()
     (folder / "ann-copy-01_attention.ipynb").write_bytes(good(course))
-    (item,) = collect.collect(folder, course)
+    (item,) = collect.collect(Course.open(course), folder)
     assert item.student == "ann-copy"
     assert (course / "submitted" / "ann-copy" / NAME / f"{NAME}.ipynb").is_file()
 
@@ -351,7 +365,7 @@ def test_the_fabricated_class_is_sorted_and_what_is_skipped_says_why(released, t
     course = Path(shutil.copytree(released, tmp_path / "course"))
     downloads = tmp_path / "downloads"
     fabricate(course, downloads)
-    notes = {f.source: f for f in collect.collect(downloads, course)}
+    notes = {f.source: f for f in collect.collect(Course.open(course), downloads)}
     assert notes["colab_Copy of 01_attention (1).ipynb"].student == "colab"
     assert notes["colab_Copy of 01_attention (1).ipynb"].note == (
         "a copy's name, filed as 01_attention.ipynb"
@@ -369,7 +383,7 @@ def test_a_canvas_zip_as_canvas_builds_it_makes_no_one_late(course, tmp_path):
     hand-in time. Bob's LATE is Canvas's own mark, kept; no penalty is computed here."""
     (course / "roster.csv").write_text(ROSTER + "carol,Carol,Reed,,333\n")
     batch = canvas(tmp_path / "canvas.zip", (ALICE, good(course)), (BOB_LATE, good(course, "b")))
-    found = collect.collect(batch, course)
+    found = collect.collect(Course.open(course), batch)
     assert [(f.student, f.status, f.time_from, f.lms_late) for f in found] == [
         ("alice", "counts", "none", False),
         ("bob", "counts", "none", True),
@@ -383,10 +397,10 @@ def test_a_canvas_zip_as_canvas_builds_it_makes_no_one_late(course, tmp_path):
     assert f"| {ALICE} | alice | {NAME} | {NOT_RECORDED} |" in table
     assert f"| {BOB_LATE} | bob | {NAME} | at a time not recorded (Canvas: LATE) |" in table
     assert " late (due " not in table
-    assert collected.lms_late(course, "bob", NAME) is True
-    assert collected.lms_late(course, "alice", NAME) is False
-    assert collected.lms_late(course, "carol", NAME) is None
-    listing = collected.pin_command(course, "bob", NAME, None, False)
+    assert collected.lms_late(Course.open(course), "bob", NAME) is True
+    assert collected.lms_late(Course.open(course), "alice", NAME) is False
+    assert collected.lms_late(Course.open(course), "carol", NAME) is None
+    listing = collected.pin_command(Course.open(course), "bob", NAME, None, False)
     assert "| – | none (Canvas: LATE) | canvas.zip: " in listing
 
 
@@ -414,10 +428,10 @@ def test_canvas_s_own_times_come_from_its_submissions_api(course, tmp_path):
     )
     (tmp_path / "bad.csv").write_text("user_id,submitted_at\n111,2027-01-16T11:00:00Z\n")
     with pytest.raises(GradingError, match="needs the columns user_id, assignment_id"):
-        collect.collect(batch, course, times=tmp_path / "bad.csv")
+        collect.collect(Course.open(course), batch, times=tmp_path / "bad.csv")
     (tmp_path / "bad.csv").write_text("user_id,assignment_id,submitted_at\n111,7009,\n")
     with pytest.raises(GradingError, match="line 2: assignment id '7009' is in no canvas_assi"):
-        collect.collect(batch, course, times=tmp_path / "bad.csv")
+        collect.collect(Course.open(course), batch, times=tmp_path / "bad.csv")
 
 
 def test_a_zip_of_canvas_s_zips_is_read(course, tmp_path):
@@ -426,7 +440,7 @@ def test_a_zip_of_canvas_s_zips_is_read(course, tmp_path):
     with zipfile.ZipFile(tmp_path / "all.zip", "w") as archive:
         for inner in (one, other):
             archive.write(inner, f"downloads/{inner.name}")
-    found = collect.collect(tmp_path / "all.zip", course)
+    found = collect.collect(Course.open(course), tmp_path / "all.zip")
     assert sorted((f.student, f.status) for f in found) == [("alice", "counts"), ("bob", "counts")]
     assert submitted(course, "bob")[0] == good(course, "b")
 
@@ -444,7 +458,7 @@ def test_a_moodle_zip_s_times_are_its_file_pool_s_not_hand_in_times(course, tmp_
             (first, good(course, "first"), datetime(2027, 1, 16, 8, 0)),
         ],
     )
-    found = {f.source: f for f in collect.collect(tmp_path / "moodle.zip", course)}
+    found = {f.source: f for f in collect.collect(Course.open(course), tmp_path / "moodle.zip")}
     assert submitted(course) == (good(course, "second"), None)
     assert found[first].note == f"refused: {second!r} is a newer copy of the same notebook"
     table = (course / "reports" / "collect.md").read_text()

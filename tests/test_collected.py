@@ -20,6 +20,7 @@ import pytest
 from grader.course import GradingError
 from grader.term import collected
 from grader.term.collected import GIVEN, IN_SUBMITTED, Kept, Store
+from grader.term.course_open import Course
 
 NB = "01_attention"
 EARLY = datetime(2027, 1, 15, 17, 0, tzinfo=UTC)
@@ -68,7 +69,7 @@ def counts(store: Store) -> tuple[str, str]:
 
 
 def test_a_file_seen_again_is_one_copy_with_the_earliest_time(tmp_path):
-    store = kept(Store(tmp_path), (V1, arrival(V1, MIDDLE)))
+    store = kept(Store(Course.open(tmp_path)), (V1, arrival(V1, MIDDLE)))
     assert not store.changes(arrival(V1, MIDDLE))  # the same zip again: collect adds nothing
     assert not store.changes(arrival(V1, LATE))  # a later copy of it: its first time stays
     earlier = arrival(V1, EARLY)
@@ -89,7 +90,7 @@ def test_a_file_seen_again_is_one_copy_with_the_earliest_time(tmp_path):
 
 
 def test_the_instructors_time_wins_and_the_latest_word_of_it(tmp_path):
-    store = kept(Store(tmp_path), (V1, arrival(V1, EARLY)))
+    store = kept(Store(Course.open(tmp_path)), (V1, arrival(V1, EARLY)))
     given = arrival(V1, LATE, GIVEN)
     assert store.changes(given)  # later than the zip's time, and still the one that counts
     store.add(V1, given)
@@ -104,7 +105,7 @@ def test_the_instructors_time_wins_and_the_latest_word_of_it(tmp_path):
 
 def test_the_newest_that_can_be_graded_counts_over_a_newer_broken_one(tmp_path):
     store = kept(
-        Store(tmp_path),
+        Store(Course.open(tmp_path)),
         (V1, arrival(V1, EARLY)),
         (V2, arrival(V2, MIDDLE)),
         (V3, arrival(V3, LATE, broken=BROKEN)),
@@ -114,7 +115,7 @@ def test_the_newest_that_can_be_graded_counts_over_a_newer_broken_one(tmp_path):
 
 def test_where_none_can_be_graded_the_newest_counts(tmp_path):
     store = kept(
-        Store(tmp_path),
+        Store(Course.open(tmp_path)),
         (V1, arrival(V1, MIDDLE, broken=BROKEN)),
         (V2, arrival(V2, EARLY, broken=BROKEN)),
     )
@@ -125,7 +126,7 @@ def test_where_none_can_be_graded_the_newest_counts(tmp_path):
 def test_a_tie_goes_to_the_instructors_time_then_to_the_larger_hash(tmp_path):
     # V3 (d916..) > V1 (c3aa..) > V2 (0899..), all handed in at the same second; the larger
     # hash kept second, so that the order kept in cannot decide.
-    store = kept(Store(tmp_path), (V1, arrival(V1, MIDDLE)), (V3, arrival(V3, MIDDLE)))
+    store = kept(Store(Course.open(tmp_path)), (V1, arrival(V1, MIDDLE)), (V3, arrival(V3, MIDDLE)))
     assert counts(store)[0] == collected.sha256(V3)
     store.add(V2, arrival(V2, MIDDLE, GIVEN))
     assert counts(store)[0] == collected.sha256(V2)
@@ -133,7 +134,7 @@ def test_a_tie_goes_to_the_instructors_time_then_to_the_larger_hash(tmp_path):
 
 def test_a_pin_chooses_even_a_broken_file_until_unpinned(tmp_path):
     store = kept(
-        Store(tmp_path),
+        Store(Course.open(tmp_path)),
         (V1, arrival(V1, EARLY, broken=BROKEN)),
         (V2, arrival(V2, LATE)),
     )
@@ -149,14 +150,14 @@ def test_a_pin_chooses_even_a_broken_file_until_unpinned(tmp_path):
 
 def test_the_index_read_again_is_the_store_as_written(tmp_path):
     store = kept(
-        Store(tmp_path),
+        Store(Course.open(tmp_path)),
         (V3, arrival(V3, LATE)),
         (V1, arrival(V1, EARLY)),
         (V2, replace(arrival(V2, MIDDLE, broken=BROKEN), submitted_at=MIDDLE.timestamp() + 0.6)),
         (V1, arrival(V1, LATE, GIVEN)),
     )
     store.pin("alice", NB, collected.sha256(V2))
-    again = Store(tmp_path)
+    again = Store(Course.open(tmp_path))
     assert again.files == store.files
     assert again.pins == store.pins
     assert counts(again) == (collected.sha256(V2), "pinned with collect-pin")
@@ -164,21 +165,24 @@ def test_the_index_read_again_is_the_store_as_written(tmp_path):
     assert again.known("alice", NB, collected.sha256(V2)).submitted_at == MIDDLE.timestamp() + 1
     assert again.known("alice", NB, collected.sha256(V1)).time_from == GIVEN
     store.pin("alice", NB, None)
-    assert counts(Store(tmp_path)) == (collected.sha256(V1), "the newest that can be graded")
+    assert counts(Store(Course.open(tmp_path))) == (
+        collected.sha256(V1),
+        "the newest that can be graded",
+    )
 
 
 def test_an_unreadable_index_line_is_named(tmp_path):
-    kept(Store(tmp_path), (V1, arrival(V1, EARLY)))
+    kept(Store(Course.open(tmp_path)), (V1, arrival(V1, EARLY)))
     index = tmp_path / "collected" / "index.jsonl"
     with index.open("a") as f:
         f.write('{"kind": "file", "student": "alice"\n')  # cut short by a full disk
     said = f"{index}, line 2: unreadable (Expecting ',' delimiter: line 1 column 36 (char 35)); "
     with pytest.raises(GradingError, match=re.escape(said + "restore it from a backup")):
-        Store(tmp_path)
+        Store(Course.open(tmp_path))
 
 
 def test_a_hash_prefix_must_name_exactly_one_file(tmp_path):
-    store = kept(Store(tmp_path), (V3, arrival(V3, EARLY)), (V11, arrival(V11, LATE)))
+    store = kept(Store(Course.open(tmp_path)), (V3, arrival(V3, EARLY)), (V11, arrival(V11, LATE)))
     assert collected.find(store, "alice", NB, "D916").sha256 == collected.sha256(V3)
     with pytest.raises(GradingError) as raised:
         collected.find(store, "alice", NB, "d9")
@@ -189,7 +193,7 @@ def test_a_hash_prefix_must_name_exactly_one_file(tmp_path):
 
 
 def test_the_student_is_found_whatever_the_case(tmp_path):
-    store = kept(Store(tmp_path), (V1, arrival(V1, EARLY)))
+    store = kept(Store(Course.open(tmp_path)), (V1, arrival(V1, EARLY)))
     assert collected.whose(store, "ALICE", NB) == ("alice", NB)
     with pytest.raises(GradingError) as raised:
         collected.whose(store, "alice", "04_training")
@@ -197,7 +201,7 @@ def test_the_student_is_found_whatever_the_case(tmp_path):
 
 
 def test_submitted_is_made_to_hold_the_file_that_counts_once(tmp_path):
-    store = kept(Store(tmp_path), (V1, arrival(V1, EARLY)), (V2, arrival(V2, LATE)))
+    store = kept(Store(Course.open(tmp_path)), (V1, arrival(V1, EARLY)), (V2, arrival(V2, LATE)))
     folder = tmp_path / "submitted" / "alice" / NB
     assert [(k.sha256, there) for k, there in collected.materialize(store)] == [
         (collected.sha256(V2), None)
@@ -219,7 +223,7 @@ def test_the_listing_shows_every_file_oldest_first_in_the_course_zone(tmp_path):
         source="attachment.ipynb",
         batch="/home/t/attachment.ipynb",
     )
-    store = kept(Store(tmp_path), (V3, emailed), (V1, arrival(V1, EARLY)))
+    store = kept(Store(Course.open(tmp_path)), (V3, emailed), (V1, arrival(V1, EARLY)))
     assert collected.listing(store, "alice", NB).splitlines() == [
         "| kept as | handed in | time from | came from | collected | can be graded | counts |",
         "|---|---|---|---|---|---|---|",
@@ -245,7 +249,9 @@ def canvas_upload(raw: bytes, attachment: int, late: bool = False) -> Kept:
 
 def test_canvas_s_order_of_uploads_decides_whatever_the_times(tmp_path):
     # The later upload, V2 (0899..), has the smaller hash and a time none: the id decides.
-    store = kept(Store(tmp_path), (V2, canvas_upload(V2, 9002)), (V1, canvas_upload(V1, 9001)))
+    store = kept(
+        Store(Course.open(tmp_path)), (V2, canvas_upload(V2, 9002)), (V1, canvas_upload(V1, 9001))
+    )
     assert counts(store) == (collected.sha256(V2), "the newest that can be graded")
     # Canvas's own times (--times) for the earlier upload alone do not turn the order round.
     store.add(V1, replace(canvas_upload(V1, 9001), submitted_at=LATE.timestamp()))
@@ -256,13 +262,13 @@ def test_canvas_s_order_of_uploads_decides_whatever_the_times(tmp_path):
 
 
 def test_a_file_with_no_time_gets_one_later_and_keeps_its_mark(tmp_path):
-    store = kept(Store(tmp_path), (V1, canvas_upload(V1, 9001, late=True)))
+    store = kept(Store(Course.open(tmp_path)), (V1, canvas_upload(V1, 9001, late=True)))
     mine = store.known("alice", NB, collected.sha256(V1))
     assert store.changes(replace(canvas_upload(V1, 9001), submitted_at=LATE.timestamp()))
     assert not store.changes(canvas_upload(V1, 9001, late=True))  # the same zip again
     store.add(V1, replace(canvas_upload(V1, 9001, late=True), submitted_at=LATE.timestamp()))
     assert (mine.submitted_at, mine.lms_late) == (LATE.timestamp(), True)
-    again = Store(tmp_path)
+    again = Store(Course.open(tmp_path))
     assert again.files == store.files  # None and the mark read back as written
     assert index_lines(tmp_path)[0]["submitted_at"] is None
 
@@ -270,7 +276,7 @@ def test_a_file_with_no_time_gets_one_later_and_keeps_its_mark(tmp_path):
 def test_no_time_recorded_writes_no_timestamp(tmp_path):
     """nbgrader takes no penalty where timestamp.txt is absent; collect writes none it does not
     know, and says what the LMS says instead."""
-    store = kept(Store(tmp_path), (V1, canvas_upload(V1, 9001, late=True)))
+    store = kept(Store(Course.open(tmp_path)), (V1, canvas_upload(V1, 9001, late=True)))
     collected.materialize(store)
     folder = tmp_path / "submitted" / "alice" / NB
     assert sorted(p.name for p in folder.iterdir()) == [f"{NB}.ipynb"]

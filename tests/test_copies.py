@@ -22,6 +22,7 @@ from paths import SHARED
 from grader.outcome import COPY, REVIEW, Flag, Outcome
 from grader.term import copies
 from grader.term.copies.lecture_listings import LISTINGS
+from grader.term.course_open import Course
 from maintainer import copy_corpus as corpus
 from maintainer.fabricated_class import release
 
@@ -299,8 +300,8 @@ def test_an_answer_written_from_the_hint_or_the_lecture_is_the_students_own(tmp_
     here = tmp_path / "course"
     assignment = _graded(here, {"ann": body, "ben": body}, "ex1_attention")
     outcomes = [Outcome(s, assignment, "graded", 4.0, 4.0) for s in ("ann", "ben")]
-    assert [o.flags for o in copies.with_copies(here, outcomes)] == [[], []]
-    copies.pairs_report(here)
+    assert [o.flags for o in copies.with_copies(Course.open(here), outcomes)] == [[], []]
+    copies.pairs_report(Course.open(here))
     assert "| nothing flagged |" in (here / "reports" / "copies.md").read_text()
 
 
@@ -397,7 +398,7 @@ def test_flags_join_the_outcomes_replace_an_earlier_runs_and_change_no_score(tmp
         Outcome("ben", assignment, "graded", 2.0, 4.0, flags=[old]),
     ]
     before = [dataclasses.replace(o, flags=[]) for o in outcomes]
-    assert copies.with_copies(here, outcomes) is outcomes
+    assert copies.with_copies(Course.open(here), outcomes) is outcomes
     assert outcomes[0].flags[0] == write and len(outcomes[0].flags) == 2
     assert re.fullmatch(
         r"copy: ex6a_multi_head matches the course's solution \(solutions/06_stretch.py\): "
@@ -430,7 +431,7 @@ def test_the_pairs_report_ranks_pairs_and_shows_each_side_by_side(tmp_path, cour
     _graded(
         here, {"ann": LOOP_OVER_HEADS, "ben": renamed, "cat": corpus.HONEST["ex6a_multi_head"][0]}
     )
-    paths = copies.pairs_report(here)
+    paths = copies.pairs_report(Course.open(here))
     table = (here / "reports" / "copies.md").read_text()
     rows = [
         line for line in table.splitlines() if line.startswith("| 1 ") or line.startswith("| 2 ")
@@ -438,7 +439,7 @@ def test_the_pairs_report_ranks_pairs_and_shows_each_side_by_side(tmp_path, cour
     assert len(rows) == 2 and all("classmate" in r for r in rows)
     assert "| of theirs | of the source | tokens alike | longest run |" in table
     keys = [(s, "06_stretch") for s in ("ann", "ben", "cat")]
-    found = copies.flagged(copies.class_report_matches(here, keys))
+    found = copies.flagged(copies.class_report_matches(Course.open(here), keys))
     (m,) = [m for m in found if m.student == "ann"]
     assert any(
         r.endswith(
@@ -463,7 +464,7 @@ def test_make_class_report_writes_the_pairs_beside_the_class_report(tmp_path, co
     shutil.copytree(course, tmp_path / "course")
     here = tmp_path / "course"
     _graded(here, {"ann": LOOP_OVER_HEADS, "ben": LOOP_OVER_HEADS.replace("outs", "pieces")})
-    paths = class_report.class_report(here)
+    paths = class_report.class_report(Course.open(here))
     assert here / "reports" / "copies.md" in paths
     assert here / "reports" / "copies" / "06_stretch--ann--ben.html" in paths
     assert "ann" not in (here / "reports" / "class.md").read_text()  # names stay out of it

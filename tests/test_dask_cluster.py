@@ -25,6 +25,7 @@ from paths import ROOT
 
 from grader.engine import sandbox
 from grader.term import collect
+from grader.term.course_open import Course
 from maintainer.fabricated_class import (
     WRONG_ATTENTION,
     cell_of,
@@ -195,7 +196,7 @@ def test_a_cluster_started_as_documented_grades_like_the_local_pool_despite_a_lo
 ):
     course = released_course(tmp_path)
     class_of_three(course, tmp_path / "downloads")
-    collect.collect(tmp_path / "downloads", course)
+    collect.collect(Course.open(course), tmp_path / "downloads")
     grader = start_autograde(course, cluster)
     try:
         workers = {worker.pid for worker in cluster.workers}  # each leads its own group
@@ -227,7 +228,7 @@ def test_ctrl_c_stops_the_jobs_on_the_workers(tmp_path, cluster):
     cell = cell_of(slow, "ex0_read_the_model")
     cell["source"] = f"import time\n\ntime.sleep({GRADING_S})\n" + "".join(cell["source"])
     write(tmp_path / "downloads" / "sam" / f"{NAME}.ipynb", slow)
-    collect.collect(tmp_path / "downloads", course)
+    collect.collect(Course.open(course), tmp_path / "downloads")
     grader = start_autograde(course, cluster, start_new_session=True)
     try:
         wait_for(lambda: supervisor_under(cluster.groups), STARTUP_S, "job on a worker")

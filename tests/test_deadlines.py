@@ -18,7 +18,9 @@ from nbgrader.api import Gradebook
 
 from grader.course import GradingError, Layout
 from grader.engine import autograde as engine
-from grader.term import collect, collected, deadlines, settings
+from grader.term import collect, collected, deadlines
+from grader.term.course_open import Course
+from grader.term.nbgrader_apps import gradebook
 from grader.term.scores import autograde
 from maintainer.fabricated_class import canvas_name, canvas_zip, release
 from maintainer.notebook_build import SOLUTION_MARKERS
@@ -53,6 +55,13 @@ HANDED_IN = {
 }
 
 
+def lateness(course: Path, student: str) -> tuple[float, float]:
+    """(seconds late, points taken) of the student's notebook, as the gradebook holds them."""
+    opened = Course.open(course)
+    with gradebook(opened) as gb:
+        return deadlines.lateness(gb)[student, NAME]
+
+
 def perfect(course: Path) -> str:
     """The release with every exercise filled in with its solution: 4 points of 4."""
     release = json.loads((course / "release" / NAME / f"{NAME}.ipynb").read_text())
@@ -84,12 +93,12 @@ def graded(course, tmp_path_factory):
         for student, when in HANDED_IN.items():
             entry = zipfile.ZipInfo(f"{student}_{NAME}.ipynb", date_time=when)
             archive.writestr(entry, perfect(course))
-    collect.collect(downloads, course)
+    collect.collect(Course.open(course), downloads)
     # Our own solutions, every check passing: the jobs stand in for their runs (lateness is
     # settled on saved scores, whatever produced them).
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(engine, "run_job", executing())
-        outcomes = autograde(course, workers=2, progress=False, sandboxed=False)
+        outcomes = autograde(Course.open(course), workers=2, progress=False, sandboxed=False)
     return {o.student: o for o in outcomes}
 
 
@@ -104,9 +113,9 @@ def test_a_late_notebook_gets_the_penalty_in_the_gradebook(course, graded):
     assert graded["late"].status == "graded" and graded["late"].score == 4
     assert graded["late"].late_penalty == 2  # two started days at 25 %
     assert graded["late"].seconds_late == 90060
-    assert deadlines.lateness(course, "late", NAME) == (90060.0, 2.0)
-    assert deadlines.lateness(course, "ontime", NAME) == (0.0, 0.0)
-    assert deadlines.lateness(course, "nobody", NAME) == (0.0, 0.0)
+    assert lateness(course, "late") == (90060.0, 2.0)
+    assert lateness(course, "ontime") == (0.0, 0.0)
+    assert lateness(course, "nobody") == (0.0, 0.0)
     with Gradebook(Layout(course).db_url) as gb:
         assert gb.find_assignment(NAME).duedate == DUE
         late = gb.find_submission(NAME, "late")
@@ -115,8 +124,9 @@ def test_a_late_notebook_gets_the_penalty_in_the_gradebook(course, graded):
         assert late.score - late.late_submission_penalty == 2  # what nbgrader's export says
     text = (course / "reports" / "autograde.md").read_text()
     # One maximum for everyone: the release's points of the core notebooks, 06 being extra.
-    core = sum(nb.out_of for nb in deadlines.notebooks(course))
-    others = " | –" * (len(deadlines.assigned(course)) - 1)
+    term = Course.open(course).term
+    core = sum(nb.out_of for nb in term.counted())
+    others = " | –" * (len(term.assigned) - 1)
     assert f"| late | 4 / 4 late −2{others} | 2 / {core:g} |" in text
     assert f"| ontime | 4 / 4{others} | 4 / {core:g} |" in text
     late = text.split("### Late", 1)[1].split("###")[0]
@@ -127,7 +137,7 @@ def test_an_extension_makes_it_on_time(course, graded):
     for student in ("ext_days", "ext_date"):
         assert graded[student].score == 4
         assert graded[student].late_penalty == 0 and graded[student].seconds_late == 0
-        assert deadlines.lateness(course, student, NAME) == (0.0, 0.0)
+        assert lateness(course, student) == (0.0, 0.0)
     with Gradebook(Layout(course).db_url) as gb:
         assert gb.find_submission(NAME, "ext_days").extension == timedelta(days=2)
         # 02:00 at +01:00 is 01:00 UTC on the 17th: handed in at exactly the new due date
@@ -141,13 +151,13 @@ def test_a_changed_policy_applies_without_grading_again(course, graded):
     toml = course / "course.toml"
     try:
         toml.write_text(COURSE_TOML.replace('"percent_per_day"', '"zero"'))
-        rerun = autograde(course, progress=False, sandboxed=False)
+        rerun = autograde(Course.open(course), progress=False, sandboxed=False)
         again = {o.student: o for o in rerun}
     finally:
         toml.write_text(COURSE_TOML)
     assert again["late"].status == "unchanged"  # nothing ran again
     assert again["late"].late_penalty == 4 and again["ontime"].late_penalty == 0
-    assert deadlines.lateness(course, "late", NAME) == (90060.0, 4.0)
+    assert lateness(course, "late") == (90060.0, 4.0)
 
 
 def test_the_course_says_which_notebooks_are_assigned_and_extra(course, tmp_path):
@@ -156,24 +166,26 @@ def test_the_course_says_which_notebooks_are_assigned_and_extra(course, tmp_path
     for name in Layout(course).assignments():
         (copy / "release" / name).symlink_to(course / "release" / name)
     # By default every released notebook, the optional challenge as extra credit.
-    assert deadlines.assigned(copy) == Layout(course).assignments()
-    assert deadlines.extra_credit(copy) == ["06_stretch"]
+    term = Course.open(copy).term
+    assert list(term.assigned) == Layout(course).assignments()
+    assert term.extra_credit == ("06_stretch",)
     (copy / "course.toml").write_text(
         'assigned = ["04_training", "01_attention", "06_stretch"]\nextra_credit = []\n\n'
         "[due]\n04_training = 2027-01-22T23:59:00+00:00\n"
     )
-    assert deadlines.assigned(copy) == ["01_attention", "04_training", "06_stretch"]
-    assert deadlines.extra_credit(copy) == []  # counted as core, where the course says so
+    term = Course.open(copy).term
+    assert term.assigned == ("01_attention", "04_training", "06_stretch")
+    assert term.extra_credit == ()  # counted as core, where the course says so
     before, after = datetime(2027, 1, 20, tzinfo=UTC), datetime(2027, 1, 23, tzinfo=UTC)
-    assert [nb.due for nb in deadlines.notebooks(copy, before)] == [True, False, True]
-    assert [nb.due for nb in deadlines.notebooks(copy, after)] == [True, True, True]
-    assert [(nb.name, nb.out_of) for nb in deadlines.notebooks(copy)] == [
-        (name, settings.term(course).points[name])
+    assert [nb.due for nb in term.counted(before)] == [True, False, True]
+    assert [nb.due for nb in term.counted(after)] == [True, True, True]
+    assert [(nb.name, nb.out_of) for nb in term.counted()] == [
+        (name, Course.open(course).term.points[name])
         for name in ("01_attention", "04_training", "06_stretch")
     ]
     (copy / "course.toml").write_text('assigned = ["01_attention"]\nextra_credit = ["05_head"]\n')
     with pytest.raises(GradingError, match="extra_credit names 05_head, not released"):
-        deadlines.extra_credit(copy)
+        Course.open(copy)
 
 
 def test_the_zip_extended_timestamp_is_read_as_utc():
@@ -204,16 +216,17 @@ def test_a_canvas_zip_as_canvas_builds_it_costs_no_one_points(tmp_path):
         (canvas_name("Archer, Alice", 111, 9001, f"{NAME}.ipynb"), perfect(course)),
         (canvas_name("Stone, Bob", 222, 9002, f"{NAME}.ipynb", late=True), perfect(course)),
     ]
-    collect.collect(canvas_zip(tmp_path / "canvas.zip", files, datetime(2027, 1, 25, 9)), course)
+    built = canvas_zip(tmp_path / "canvas.zip", files, datetime(2027, 1, 25, 9))
+    collect.collect(Course.open(course), built)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(engine, "run_job", executing())
-        outcomes = autograde(course, workers=2, progress=False, sandboxed=False)
+        outcomes = autograde(Course.open(course), workers=2, progress=False, sandboxed=False)
     assert sorted((o.student, o.score, o.late_penalty, o.seconds_late) for o in outcomes) == [
         ("archeralice", 4, 0, 0),
         ("stonebob", 4, 0, 0),
     ]
-    assert deadlines.lateness(course, "stonebob", NAME) == (0.0, 0.0)
+    assert lateness(course, "stonebob") == (0.0, 0.0)
     with Gradebook(Layout(course).db_url) as gb:
         assert gb.find_submission(NAME, "stonebob").timestamp is None
-    assert collected.lms_late(course, "stonebob", NAME) is True
-    assert collected.lms_late(course, "archeralice", NAME) is False
+    assert collected.lms_late(Course.open(course), "stonebob", NAME) is True
+    assert collected.lms_late(Course.open(course), "archeralice", NAME) is False

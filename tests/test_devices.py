@@ -129,7 +129,8 @@ def test_training_draws_the_same_batches_on_every_device(corpus):
     def losses(device) -> list:
         torch.manual_seed(0)
         model = tl.MiniGPT(config).to(device)
-        history = tl.train_lm(model, corpus.to(device), budget, lr=1e-3, T=16, progress=False)
+        recipe = tl.Recipe.of(budget, lr=1e-3, T=16)
+        history = tl.train_lm(model, corpus.to(device), recipe, progress=False)
         return [loss for _, loss in history.train_loss + history.val_loss]
 
     on_cpu = losses("cpu")
@@ -228,7 +229,8 @@ def test_training_copies_nothing_to_the_gpu_per_step_or_per_validation(corpus):
         with other_device():
             model, on_gpu = tl.MiniGPT(config).to(DEVICE), corpus.to(DEVICE)
             with _HostToDevice() as spy:
-                history = tl.train_lm(model, on_gpu, budget, lr=1e-3, T=16, progress=False)
+                recipe = tl.Recipe.of(budget, lr=1e-3, T=16)
+                history = tl.train_lm(model, on_gpu, recipe, progress=False)
         assert len(history.val_loss) == steps
         return spy.copies
 

@@ -20,10 +20,12 @@ from pathlib import Path
 import pytest
 from conftest import executing, grader_cli
 
-from grader.course import GRADER, Layout, _scripts_on_path
+from grader.course import GRADER, Layout
 from grader.engine import autograde as engine
 from grader.term import collect
+from grader.term.course_open import Course
 from grader.term.formgrader import MANUAL, free_port, server_command, urls
+from grader.term.nbgrader_apps import scripts_on_path
 from grader.term.scores import autograde
 from maintainer.fabricated_class import perfect, release, write
 
@@ -48,12 +50,12 @@ def graded_course(tmp_path_factory) -> Path:
         if cell["metadata"].get("nbgrader", {}).get("grade_id") == "ex4_prediction":
             cell["source"] = PREDICTION
     write(downloads / "ada" / f"{MANUAL}.ipynb", nb)
-    collect.collect(downloads, course)
+    collect.collect(Course.open(course), downloads)
     # Our own solution, every check passing: the job stands in for its run (the formgrader,
     # not the execution, is the point here).
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(engine, "run_job", executing())
-        (outcome,) = autograde(course, progress=False, sandboxed=False)
+        (outcome,) = autograde(Course.open(course), progress=False, sandboxed=False)
     assert outcome.needs_manual == 1
     return course
 
@@ -68,9 +70,9 @@ def server(graded_course, tmp_path):
     port, token = free_port(), "formgrader-test-token"
     log = tmp_path / "server.log"
     process = subprocess.Popen(
-        server_command(graded_course, port, token),
+        server_command(Course.open(graded_course), port, token),
         cwd=GRADER,
-        env=_scripts_on_path(dict(os.environ)),
+        env=scripts_on_path(dict(os.environ)),
         stdout=log.open("w"),
         stderr=subprocess.STDOUT,
     )

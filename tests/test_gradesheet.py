@@ -20,6 +20,7 @@ import csv
 import json
 import shutil
 import zipfile
+from copy import deepcopy
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -28,8 +29,11 @@ from conftest import executing, grader_cli
 
 from grader.course import Layout
 from grader.engine import autograde as engine
-from grader.term import deadlines, gradesheet, settings
+from grader.term import canvas, deadlines, gradesheet, nbgrader_apps
 from grader.term import scores as grading
+from grader.term.course_open import Course
+from grader.term.export import export
+from grader.term.nbgrader_apps import gradebook
 from grader.term.roster import import_roster
 from maintainer.fabricated_class import cell_of, perfect, release, untouched, write
 
@@ -68,7 +72,7 @@ def course(tmp_path_factory) -> Path:
     hand_in(course, "bob", untouched(course, NB))
     hand_in(course, "carol", json.dumps(perfect(course, NB))[:3000])
     hand_in(course, "dave", perfect(course, NB))
-    first = grading.autograde(course, **LIMITS)
+    first = grading.autograde(Course.open(course), **LIMITS)
     assert {(o.student, o.status) for o in first} == {
         ("alice", "graded"),
         ("bob", "graded"),
@@ -78,10 +82,23 @@ def course(tmp_path_factory) -> Path:
     # dave's regrade fails (a stand-in job): the gradebook still holds his first run's 4 points.
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(engine, "run_job", lambda *args: {"error": "the job could not run"})
-        (again,) = grading.autograde(course, students=["dave"], force=True, **LIMITS)
+        (again,) = grading.autograde(Course.open(course), students=["dave"], force=True, **LIMITS)
     assert again.status == "failed"
     assert grader_cli(course, "export").returncode == 0
     return course
+
+
+def read_sheet(course: Path) -> gradesheet.Sheet:
+    """The Sheet `make export` writes its files from, read in a gradebook session of its own."""
+    opened = Course.open(course)
+    with gradebook(opened) as gb:
+        return gradesheet.read(opened, gb)
+
+
+def write_files(course: Path) -> list[str]:
+    """`make export` into the course's reports/, called directly."""
+    opened = Course.open(course)
+    return export(opened, opened.layout.report("grades.csv"))
 
 
 def sheet(course: Path, name: str = "gradesheet.csv") -> dict[str, dict]:
@@ -92,7 +109,7 @@ def sheet(course: Path, name: str = "gradesheet.csv") -> dict[str, dict]:
 def core_points(course: Path) -> float:
     """The maximum of a total: every released notebook but the optional challenge, 06."""
     names = [p.name for p in sorted((course / "release").iterdir())]
-    return sum(settings.term(course).points[name] for name in names if name != "06_stretch")
+    return sum(Course.open(course).term.points[name] for name in names if name != "06_stretch")
 
 
 def test_one_row_per_student_with_roster_names_statuses_and_totals(course):
@@ -107,7 +124,7 @@ def test_one_row_per_student_with_roster_names_statuses_and_totals(course):
     # Never the stale 4 behind dave's failure, nor a 0 for carol's broken file.
     assert (carol[f"{NB}_score"], carol[f"{NB}_status"]) == ("", "quarantined")
     assert (dave[f"{NB}_score"], dave[f"{NB}_status"]) == ("", "failed")
-    core = [n for n in deadlines.assigned(course) if n != "06_stretch"]
+    core = [n for n in list(Course.open(course).term.assigned) if n != "06_stretch"]
     assert {eve[f"{name}_status"] for name in core} == {"missing"}
     assert {r["out_of"] for r in rows.values()} == {f"{core_points(course):g}"}
     assert (alice["total"], bob["total"], eve["total"]) == ("4", "0", "0")
@@ -122,28 +139,30 @@ def test_the_optional_challenge_is_extra_credit(course, tmp_path, monkeypatch):
     rows = sheet(course)
     eve = rows["eve"]
     assert (eve["06_stretch_extra_credit"], eve["06_stretch_status"]) == ("", "skipped")
-    every = sum(settings.term(course).points[n] for n in deadlines.assigned(course))
+    every = sum(Course.open(course).term.points[n] for n in list(Course.open(course).term.assigned))
     assert float(rows["alice"]["out_of"]) == core_points(course) < every
     copy = Path(shutil.copytree(course, tmp_path / "course"))
     write(
         copy / "submitted" / "eve" / "06_stretch" / "06_stretch.ipynb", perfect(copy, "06_stretch")
     )
     monkeypatch.setattr(engine, "run_job", executing())  # the solution's run: every check passes
-    (graded,) = grading.autograde(copy, students=["eve"], notebooks=["06_stretch"], **LIMITS)
-    assert graded.score == settings.term(copy).points["06_stretch"] == 4
-    eve = {row.id: row for row in gradesheet.rows(copy)[0]}["eve"]
+    (graded,) = grading.autograde(
+        Course.open(copy), students=["eve"], notebooks=["06_stretch"], **LIMITS
+    )
+    assert graded.score == Course.open(copy).term.points["06_stretch"] == 4
+    eve = {row.id: row for row in read_sheet(copy).rows}["eve"]
     assert (eve.marks["06_stretch"].score, eve.marks["06_stretch"].status) == (4, "graded")
     assert eve.total() == 4  # 4 over a maximum of the core's points: extra
 
 
 def test_canvas_import_shape(course):
     lines = list(csv.reader((course / "reports" / "canvas_import.csv").open(encoding="utf-8")))
-    names = deadlines.assigned(course)
+    names = list(Course.open(course).term.assigned)
     columns = [n + " (extra credit)" * (n == "06_stretch") for n in names]
     assert lines[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", *columns]
     assert lines[1][0].strip() == "Points Possible" and lines[1][1:4] == [""] * 3
-    assert lines[1][4] == gradesheet.NO_PENALTIES  # nobody was late
-    points = settings.term(course).points
+    assert lines[1][4] == canvas.NO_PENALTIES  # nobody was late
+    points = Course.open(course).term.points
     assert lines[1][5:] == [f"{points[n] * (n != '06_stretch'):g}" for n in names]
     assert lines[1][-1] == "0"  # Canvas's way of saying extra credit
     by_sis = {line[2]: line for line in lines[2:]}
@@ -173,14 +192,14 @@ def test_only_the_assigned_notebooks_count_and_none_is_missing_before_its_due_da
     header = next(csv.reader((copy / "reports" / "gradesheet.csv").open()))
     assert [h.removesuffix("_score") for h in header if h.endswith("_score")] == assigned
     rows = sheet(copy)
-    out_of = sum(settings.term(copy).points[n] for n in assigned)
+    out_of = sum(Course.open(copy).term.points[n] for n in assigned)
     assert {r["out_of"] for r in rows.values()} == {f"{out_of:g}"} != {f"{core_points(copy):g}"}
     eve = rows["eve"]
     assert [eve[f"{n}_status"] for n in assigned] == ["missing", "missing", "not due"]
     assert [eve[f"{n}_score"] for n in assigned] == ["0", "0", ""]
     canvas = list(csv.reader((copy / "reports" / "canvas_import.csv").open()))
     assert canvas[0][5:] == assigned
-    assert canvas[1][5:] == [f"{settings.term(copy).points[n]:g}" for n in assigned]
+    assert canvas[1][5:] == [f"{Course.open(copy).term.points[n]:g}" for n in assigned]
     grades = list(csv.DictReader((copy / "reports" / "grades.csv").open()))
     assert sorted({g["assignment"] for g in grades}) == assigned
     (eve_04,) = [g for g in grades if (g["student_id"], g["assignment"]) == ("eve", "04_training")]
@@ -205,7 +224,23 @@ def test_nbgrader_csv_never_shows_a_silent_zero(course):
     assert (mine["alice", NB]["score"], mine["alice", NB]["max_score"]) == ("4", "4")
     assert (mine["eve", NB]["score"], mine["eve", NB]["status"]) == ("0", "missing")
     assert (mine["eve", "06_stretch"]["score"], mine["eve", "06_stretch"]["max_score"]) == ("", "0")
-    assert {g["assignment"] for g in grades} == set(deadlines.assigned(course))
+    assert {g["assignment"] for g in grades} == set(list(Course.open(course).term.assigned))
+
+
+def test_nbgrader_s_own_export_writes_what_make_export_writes(course, tmp_path):
+    """`nbgrader export` with the course's nbgrader_config.py: NbgraderCsv reads the sheet from
+    the gradebook nbgrader opened, and writes grades.csv as `make export` does."""
+    from nbgrader.apps import ExportApp
+
+    write_files(course)
+    nbgrader = nbgrader_apps.api(Layout(course))
+    config = deepcopy(nbgrader.config)
+    config.ExportPlugin.to, config.ExportApp.log_level = str(tmp_path / "grades.csv"), "WARN"
+    app = ExportApp(config=config)
+    app.coursedir = nbgrader.coursedir
+    app.start()
+    made = (course / "reports" / "grades.csv").read_text(encoding="utf-8")
+    assert (tmp_path / "grades.csv").read_text(encoding="utf-8") == made
 
 
 def test_canvas_ids_come_back_as_canvas_exported_them(course, tmp_path):
@@ -219,8 +254,8 @@ def test_canvas_ids_come_back_as_canvas_exported_them(course, tmp_path):
         "    Points Possible,,,,\n"
         '"Liddell, Alice",12345,S-1,alice,Lab A\n"Jones, Bob",23456,S-2,bob,Lab B\n'
     )
-    import_roster(copy, export)
-    gradesheet.write(copy)
+    import_roster(Course.open(copy), export)
+    write_files(copy)
     lines = list(csv.reader((copy / "reports" / "canvas_import.csv").open()))
     rows = {line[3]: line for line in lines[2:]}
     assert rows["alice"][:6] == ["Liddell, Alice", "12345", "S-1", "alice", "Lab A", "4"]
@@ -229,32 +264,28 @@ def test_canvas_ids_come_back_as_canvas_exported_them(course, tmp_path):
 
 
 def test_canvas_assignment_ids_name_the_columns(course, tmp_path):
-    (course / gradesheet.CANVAS_IDS).write_text(json.dumps({NB: 9001}))
+    ids = Layout(course).lms_ids
+    ids.write_text(json.dumps({NB: 9001}))
     try:
-        gradesheet.write(course)
+        write_files(course)
         header = next(csv.reader((course / "reports" / "canvas_import.csv").open()))
     finally:
-        (course / gradesheet.CANVAS_IDS).unlink()
-        gradesheet.write(course)
+        ids.unlink()
+        write_files(course)
     assert header[5:7] == [f"{NB} (9001)", "02_causal_mask"]
 
 
 def test_a_late_notebook_says_so_and_loses_its_penalty_points(course, monkeypatch, tmp_path):
-    monkeypatch.setattr(
-        gradesheet.deadlines,
-        "lateness",
-        lambda course, student, assignment: (
-            (3600, 1.0) if (student, assignment) == ("alice", NB) else (0, 0)
-        ),
-    )
-    table, notebooks = gradesheet.rows(course)
-    alice = {row.id: row for row in table}["alice"]
+    late = deadlines.Lateness({("alice", NB): (3600.0, 1.0)})
+    monkeypatch.setattr(gradesheet.deadlines, "lateness", lambda gb: late)
+    found = read_sheet(course)
+    alice = {row.id: row for row in found.rows}["alice"]
     assert (alice.marks[NB].score, alice.marks[NB].status) == (3.0, "late")
     assert alice.total() == 3.0
     # The Canvas file says its scores are net of the penalty, so Canvas must take none.
-    said = gradesheet.write_canvas(tmp_path / "canvas.csv", course, table, notebooks)
+    _, said = canvas.write_import(Course.open(course), found, tmp_path / "canvas.csv")
     lines = list(csv.reader((tmp_path / "canvas.csv").open()))
-    assert said == lines[1][4] == gradesheet.PENALTIES_TAKEN
+    assert said == lines[1][4] == canvas.PENALTIES_TAKEN
     assert "turn off Canvas's automatic late deduction" in said
     assert {line[2]: line[5] for line in lines[2:]}["alice"] == "3"
 
@@ -262,7 +293,7 @@ def test_a_late_notebook_says_so_and_loses_its_penalty_points(course, monkeypatc
 def test_a_handed_in_notebook_not_yet_graded_is_pending(course):
     hand_in(course, "eve", perfect(course, NB))
     try:
-        eve = {row.id: row for row in gradesheet.rows(course)[0]}["eve"]
+        eve = {row.id: row for row in read_sheet(course).rows}["eve"]
     finally:
         (course / "submitted" / "eve" / NB / f"{NB}.ipynb").unlink()
     assert (eve.marks[NB].score, eve.marks[NB].status, eve.total()) == (None, "pending", None)
@@ -308,17 +339,16 @@ def waiting(released, tmp_path_factory) -> Path:
     course = Path(shutil.copytree(released, tmp_path_factory.mktemp("waiting") / "course"))
     (course / "course.toml").write_text(NEW_YORK)
     (course.parent / "students.csv").write_text(WAITING_ROSTER)
-    import_roster(course, course.parent / "students.csv")
+    import_roster(Course.open(course), course.parent / "students.csv")
     for student in ("ada", "ben", "cy"):
         nb = perfect(course, WRITTEN)
         cell_of(nb, PREDICTION)["source"] = "The LSTM: fewer parameters suit this small budget."
-        folder = course / "submitted" / student / WRITTEN
-        write(folder / f"{WRITTEN}.ipynb", nb)
-        if student == "ada":
-            deadlines.write_timestamp(folder, datetime(2026, 11, 15, 13, 0, tzinfo=UTC))
+        write(course / "submitted" / student / WRITTEN / f"{WRITTEN}.ipynb", nb)
+    handed_in = datetime(2026, 11, 15, 13, 0, tzinfo=UTC)
+    deadlines.write_timestamp(Course.open(course), "ada", WRITTEN, handed_in)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(engine, "run_job", executing())
-        done = grading.autograde(course, **LIMITS)
+        done = grading.autograde(Course.open(course), **LIMITS)
     assert {(o.student, o.score, o.needs_manual) for o in done} == {
         ("ada", 2, 1),
         ("ben", 2, 1),
@@ -366,7 +396,7 @@ def test_an_answer_still_to_grade_by_hand_leaves_as_no_number_and_its_students_n
     assert said.count("still need") == 1  # one summary, not one per file
     note, cells = written_column(waiting)
     assert cells == {"ada": "", "ben": "", "cy": ""}  # never the partial 2 of 3
-    assert note == f"{gradesheet.NO_PENALTIES}; needs hand grading: 3 notebooks left empty"
+    assert note == f"{canvas.NO_PENALTIES}; needs hand grading: 3 notebooks left empty"
     rows = sheet(waiting)
     assert {(r[f"{WRITTEN}_score"], r[f"{WRITTEN}_status"], r["total"]) for r in rows.values()} == {
         ("", "needs hand grading", "")
@@ -415,7 +445,7 @@ def test_a_hand_grade_entered_makes_the_number(waiting, tmp_path):
     grade_by_hand(course, "cy")
     said = cli(course, "export")
     assert "hand grade" not in said
-    assert written_column(course) == (gradesheet.NO_PENALTIES, {"ada": "3", "ben": "3", "cy": "3"})
+    assert written_column(course) == (canvas.NO_PENALTIES, {"ada": "3", "ben": "3", "cy": "3"})
     # ada hands in a changed answer: nbgrader keeps her point and asks for a second look.
     from nbgrader.api import Gradebook
 

@@ -1,15 +1,13 @@
 """The course folder's layout (grader.course.Layout): every path of it is made there and read
-back there; no other module of grader/ or maintainer/ joins its parts by hand."""
+back there (that no other module joins one by hand: test_no_path_joined_by_hand.py)."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pytest
-from paths import ROOT
 
-from grader.course import STEPS, Layout
+from grader.course import Layout
 
 COURSE = Path("/term/course")
 
@@ -27,6 +25,20 @@ def test_each_step_s_notebooks_and_their_inverse():
     assert layout.job("ann", "04_training") == COURSE / "autograded/ann/04_training/job.json"
     assert layout.report("grades.csv") == COURSE / "reports/grades.csv"
     assert (layout.gradebook, layout.settings) == (COURSE / "gradebook.db", COURSE / "course.toml")
+    assert (layout.roster, layout.lms_ids, layout.exchange) == (
+        COURSE / "roster.csv",
+        COURSE / "canvas_assignments.json",
+        COURSE / "exchange",
+    )
+    assert layout.timestamp("01_attention", "ann") == (
+        COURSE / "submitted/ann/01_attention/timestamp.txt"
+    )
+    assert layout.report("feedback_bundles", "01_attention.zip") == (
+        COURSE / "reports/feedback_bundles/01_attention.zip"
+    )
+    assert layout.kept("ab12") == COURSE / "collected/ab12.ipynb"
+    assert layout.collected_index == COURSE / "collected/index.jsonl"
+    assert layout.published("README.md") == COURSE / "publish/README.md"
     for step in ("submitted", "autograded", "feedback"):
         assert layout.whose(layout.notebook(step, "02_causal_mask", "bea")) == (
             "bea",
@@ -59,45 +71,8 @@ def test_students_notebooks_lists_what_the_step_holds(tmp_path):
         path = layout.notebook("submitted", name, student)
         path.parent.mkdir(parents=True)
         path.write_text("{}")
-    (layout.folder("submitted", "01_attention", "ann") / "timestamp.txt").write_text("")
+    layout.timestamp("01_attention", "ann").write_text("")
     assert layout.students_notebooks("submitted") == [
         ("ann", "01_attention", layout.notebook("submitted", "01_attention", "ann")),
         ("bea", "02_causal_mask", layout.notebook("submitted", "02_causal_mask", "bea")),
     ]
-
-
-# A step's name as a path part: `/ "autograded"`, `"reports" /`, or a glob from one.
-JOINED = re.compile(
-    rf"""/\s*["']({"|".join(STEPS)}|gradebook\.db)["']|["']({"|".join(STEPS)})["']\s*/"""
-    rf"""|glob\(\s*f?["']({"|".join(STEPS)})/|\.parent\.parent\.name"""
-)
-
-
-def hand_joined(paths, root: Path = ROOT) -> list[str]:
-    """file:line of each line that joins the course folder's parts by hand."""
-    return [
-        f"{path.relative_to(root)}:{number}"
-        for path in paths
-        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1)
-        if JOINED.search(line)
-    ]
-
-
-def test_nothing_but_the_layout_joins_the_course_folder_s_parts():
-    paths = [
-        p for folder in ("grader", "maintainer") for p in sorted((ROOT / folder).rglob("*.py"))
-    ]
-    paths = [p for p in paths if p != ROOT / "grader" / "course.py"]
-    assert hand_joined(paths) == []
-
-
-def test_a_path_joined_by_hand_is_found(tmp_path):
-    bad = tmp_path / "bad.py"
-    bad.write_text(
-        'folder = Path(course) / "autograded" / student\n'
-        'for p in course.glob("submitted/*/*/*.ipynb"):\n'
-        "    who = p.parent.parent.name\n"
-        'fine = Layout(course).report("grades.csv")\n',
-        encoding="utf-8",
-    )
-    assert hand_joined([bad], tmp_path) == ["bad.py:1", "bad.py:2", "bad.py:3"]

@@ -134,7 +134,7 @@ def test_the_release_s_gradebook_is_stamped_as_nbgrader_stamps_a_new_one(tmp_pat
     import nbgrader.api
     from nbgrader.api import Gradebook
 
-    from grader.course import _scripts_on_path, stamp_new_gradebook
+    from grader.term.nbgrader_apps import scripts_on_path, stamp_new_gradebook
 
     def contents(path: Path) -> tuple:
         with sqlite3.connect(path) as db:
@@ -150,7 +150,7 @@ def test_the_release_s_gradebook_is_stamped_as_nbgrader_stamps_a_new_one(tmp_pat
         patch.setattr(nbgrader.api, "get_alembic_version", no_second_interpreter)
         Gradebook(f"sqlite:///{ours}").close()
     with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("PATH", _scripts_on_path(dict(os.environ))["PATH"])
+        patch.setenv("PATH", scripts_on_path(dict(os.environ))["PATH"])
         Gradebook(f"sqlite:///{theirs}").close()
     assert contents(ours) == contents(theirs)
     assert len(contents(ours)[0]) > 5 and contents(ours)[1][0][0]  # nbgrader's tables, a head

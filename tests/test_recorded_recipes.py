@@ -34,7 +34,7 @@ def disagreements(key: str, run: dict) -> list[str]:
     if lab3 and lab3.get("recipe"):
         if f"({training_summary(lab3['recipe'])})" not in lab3["model"]:
             found.append(f"{key} lstm_lab3: the label says other than its recipe")
-        wanted = {k: LAB3_RECIPE[k] for k in ("optimizer", "schedule", "lr")}
+        wanted = {k: getattr(LAB3_RECIPE, k) for k in ("optimizer", "schedule", "lr")}
         if {k: lab3["recipe"][k] for k in wanted} != wanted:
             found.append(f"{key} lstm_lab3: not trained with Lab 3's recipe")
     gpt, lstm = rows["gpt"].get("recipe"), rows["lstm"].get("recipe")

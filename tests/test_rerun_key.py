@@ -5,7 +5,6 @@ in its last job.json, so a notebook whose digest is unchanged is not executed ag
 
 from __future__ import annotations
 
-import ast
 import json
 import shutil
 from pathlib import Path
@@ -13,18 +12,12 @@ from pathlib import Path
 import pytest
 from conftest import checkout_copy
 from paths import ROOT
+from test_no_import_cycle import imported, modules
 
 from grader.course import Layout
 from grader.engine import rerun_key
+from transformer_lab.catalogue import NOTEBOOKS
 
-NOTEBOOKS = (
-    "01_attention",
-    "02_causal_mask",
-    "03_positions",
-    "04_training",
-    "05_heads",
-    "06_stretch",
-)
 # The notebooks that load the course's recorded mini-GPT (tl.load_trained_gpt): measured by
 # executing each release in grade mode with an audit hook on open(), they are the only ones
 # that read data/*.pt, and 04 reads data/baselines.json only to show its figures.
@@ -59,6 +52,13 @@ EDITS = {
     "the term's code (a grade sheet column, a class report title)": (
         lambda root: [
             _append(root / "grader" / "term" / f) for f in ("gradesheet.py", "class_report.py")
+        ],
+        set(),
+    ),
+    "the export, the release and nbgrader's apps (grader/term/export.py, nbgrader_apps.py)": (
+        lambda root: [
+            _append(root / "grader" / "term" / f)
+            for f in ("export.py", "nbgrader_apps.py", "canvas.py")
         ],
         set(),
     ),
@@ -136,6 +136,18 @@ def test_an_edit_regrades_the_notebooks_it_can_change_and_no_other(
     assert _regraded(before, _digests(released, root)) == regraded, what
 
 
+def test_no_file_of_the_term_is_in_the_key(released, tmp_path, monkeypatch):
+    """Every file of grader/term/ edited at once (reports, exports, the release's and the
+    feedback's calls to nbgrader, course.toml's reading): no notebook's key changes."""
+    root = checkout_copy(tmp_path / "checkout", monkeypatch)
+    before = _digests(released, root)
+    edited = sorted((root / "grader" / "term").rglob("*.py"))
+    assert {"export.py", "nbgrader_apps.py", "settings.py"} <= {p.name for p in edited}
+    for path in edited:
+        _append(path)
+    assert _regraded(before, _digests(released, root)) == set()
+
+
 def test_an_edited_release_regrades_its_notebook(released, tmp_path):
     course = Path(shutil.copytree(released, tmp_path / "course"))
     before = _digests(course, ROOT)
@@ -174,17 +186,10 @@ def test_each_notebook_keys_on_its_own_checks_and_the_shared_ones(released):
 
 
 def _imports(path: Path) -> set[str]:
-    """The modules a file of grader/ imports, absolute (grader.term.deadlines)."""
-    package = ".".join(path.relative_to(ROOT).with_suffix("").parts[:-1])
-    found = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Import):
-            found |= {alias.name for alias in node.names}
-        elif isinstance(node, ast.ImportFrom):
-            base = package.rsplit(".", node.level - 1)[0] if node.level else ""
-            module = ".".join(filter(None, [base, node.module or ""]))
-            found |= {module} | {f"{module}.{alias.name}" for alias in node.names}
-    return found
+    """The modules of grader/ that a file of grader/ imports (grader.term.deadlines)."""
+    known = modules([ROOT / "grader"])
+    name = next(name for name, file in known.items() if file == path)
+    return imported(name, path, known)
 
 
 def test_the_engine_never_imports_the_term():

@@ -15,8 +15,9 @@ from paths import ROOT
 
 from grader.__main__ import main
 from grader.course import GradingError, Layout
-from grader.term import collect, collected, gradesheet
-from grader.term.roster import ROSTER_FILE, import_roster, read_csv
+from grader.term import collect, collected
+from grader.term.course_open import Course
+from grader.term.roster import import_roster, read_csv
 
 pytestmark = pytest.mark.heavy(order=16)
 ROSTER = """id,first_name,last_name,email,lms_user_id
@@ -92,10 +93,10 @@ def test_ids_that_differ_only_in_case_are_refused(course, tmp_path):
     path = tmp_path / "students.csv"
     path.write_text("id,first_name\nalice,A\nAlice,B\n")
     with pytest.raises(GradingError, match="'Alice' is 'alice' already"):
-        import_roster(course, path)
+        import_roster(Course.open(course), path)
     path.write_text("first_name\nA\n")
     with pytest.raises(GradingError, match="not a roster: nbgrader's student CSV needs an `id`"):
-        import_roster(course, path)
+        import_roster(Course.open(course), path)
 
 
 # Canvas's gradebook export as it comes: the points row, a section, Canvas's test student, a
@@ -121,7 +122,7 @@ def test_a_canvas_gradebook_export_is_a_roster(course, tmp_path):
         "S001": ("John", "Smith", None, "12345"),
         "S002": ("Alice", "Archer", None, "23456"),
     }
-    kept = (course / ROSTER_FILE).read_text().splitlines()
+    kept = Layout(course).roster.read_text().splitlines()
     assert kept[0] == "id,first_name,last_name,email,lms_user_id,sis_user_id,sis_login_id,section"
     assert kept[1] == "S001,John,Smith,,12345,S001,smithj,Lab A"
 
@@ -143,39 +144,45 @@ def test_a_canvas_export_after_our_import_keeps_canvas_assignment_ids(course, tm
     header, *rest = CANVAS_EXPORT.splitlines(keepends=True)
     header = header.replace("Lab 1 (901)", "01_attention (7001)")
     roster(course, tmp_path, "".join([header, *rest]))
-    kept = json.loads((course / gradesheet.CANVAS_IDS).read_text())
+    kept = json.loads(Layout(course).lms_ids.read_text())
     assert kept == {"01_attention": "01_attention (7001)"}
 
 
 def test_a_canvas_export_before_our_import_keeps_no_ids(course, tmp_path):
     roster(course, tmp_path, CANVAS_EXPORT)  # "Lab 1 (901)" is not one of our notebooks
-    assert not (course / gradesheet.CANVAS_IDS).exists()
+    assert not Layout(course).lms_ids.exists()
 
 
 def test_the_course_settings_choose_the_id_column(course, tmp_path):
     (course / "course.toml").write_text('[roster]\nid = "SIS Login ID"\n')
     path = tmp_path / "canvas.csv"
     path.write_text(CANVAS_EXPORT)
-    assert [row["id"] for row in read_csv(path, course)] == ["smithj", "aarcher"]
+    assert [row["id"] for row in read_csv(path, Course.open(course).term.roster_id)] == [
+        "smithj",
+        "aarcher",
+    ]
     (course / "course.toml").write_text('[roster]\nid = "Integration ID"\n')
     with pytest.raises(GradingError, match="has no column 'Integration ID'.*\\[roster\\] id"):
-        read_csv(path, course)
+        read_csv(path, Course.open(course).term.roster_id)
     path.write_text(CANVAS_EXPORT.replace("S002", ""))
     (course / "course.toml").unlink()
     with pytest.raises(GradingError, match="line 4 has no 'SIS User ID'"):
-        read_csv(path, course)
+        read_csv(path, Course.open(course).term.roster_id)
 
 
 def test_a_moodle_export_is_a_roster(course, tmp_path):
     path = tmp_path / "moodle.csv"
     path.write_text(MOODLE_EXPORT)
-    rows = read_csv(path, course)
+    rows = read_csv(path, Course.open(course).term.roster_id)
     assert [(r["id"], r["first_name"], r["last_name"], r["email"]) for r in rows] == [
         ("m-0042", "Zoë", "Müller", "zoe@example.edu"),
         ("m-0043", "John", "Smith", "john@example.edu"),
     ]
     (course / "course.toml").write_text('[roster]\nid = "Email address"\n')
-    assert [r["id"] for r in read_csv(path, course)] == ["zoe@example.edu", "john@example.edu"]
+    assert [r["id"] for r in read_csv(path, Course.open(course).term.roster_id)] == [
+        "zoe@example.edu",
+        "john@example.edu",
+    ]
 
 
 def test_roster_before_release_says_what_to_run_first(tmp_path):
@@ -197,7 +204,7 @@ def test_lms_names_go_to_the_students_on_the_roster(course, tmp_path, capsys):
     (course / "course.toml").write_text(f"[collect]\npattern = '{PATTERN}'\n")
     folder = downloads(course, tmp_path / "downloads")
     main(["--course", str(course), "collect", str(folder)])
-    found = {f.source: f for f in collect.collect(folder, course)}
+    found = {f.source: f for f in collect.collect(Course.open(course), folder)}
     for name, expected in DOWNLOADS.items():
         item = found[name]
         if expected is None:
@@ -219,8 +226,8 @@ def test_lms_names_go_to_the_students_on_the_roster(course, tmp_path, capsys):
     assert "Canvas name 'nobodyhere', user id 99999 is not on the roster" in text
     assert "Moodle name 'Eve Intruder' is not on the roster" in text
     # John Smith's file carries Canvas's LATE: kept, for the instructor and for Canvas's policy.
-    assert collected.lms_late(course, "smithj", "01_attention") is True
-    assert collected.lms_late(course, "mweber", "01_attention") is False
+    assert collected.lms_late(Course.open(course), "smithj", "01_attention") is True
+    assert collected.lms_late(Course.open(course), "mweber", "01_attention") is False
     # jdoe05 handed in 06 only: missing from 01; Jane's twin jdoe0 is not confused with her.
     assert "- 01_attention (1): jdoe05" in text
     assert "- 06_stretch (7): " in text
@@ -232,12 +239,12 @@ def test_the_pattern_option_and_an_ambiguous_name(course, tmp_path):
     roster(course, tmp_path, ROSTER + "smith2,John,Smith,,\n")
     names = ["LMS-alice-x-01_attention.ipynb", "smithjohn_42_43_01_attention.ipynb"]
     folder = downloads(course, tmp_path / "downloads", names)
-    found = {f.source: f for f in collect.collect(folder, course, pattern=PATTERN)}
+    found = {f.source: f for f in collect.collect(Course.open(course), folder, pattern=PATTERN)}
     assert found[names[0]].student == "alice"
     assert found[names[1]].student is None
     assert "fits several on the roster (smith2, smithj)" in found[names[1]].note
     with pytest.raises(GradingError, match="no \\(\\?P<student>"):
-        collect.collect(folder, course, pattern=r"^LMS-(\w+)")
+        collect.collect(Course.open(course), folder, pattern=r"^LMS-(\w+)")
 
 
 def test_without_a_roster_collect_works_as_before(course, tmp_path):
@@ -245,7 +252,9 @@ def test_without_a_roster_collect_works_as_before(course, tmp_path):
     names += ["mallory_01_attention.ipynb", "smithjohn_12345_67890_01_attention.ipynb"]
     names += ["Bob Stone_7654321_assignsubmission_file_01_attention.ipynb"]
     folder = downloads(course, tmp_path / "downloads", names)
-    found = {f.source: (f.student, f.assignment) for f in collect.collect(folder, course)}
+    found = {
+        f.source: (f.student, f.assignment) for f in collect.collect(Course.open(course), folder)
+    }
     assert found == {
         "Alice_01_attention.ipynb": ("Alice", "01_attention"),  # case kept, as before
         "alice/02_causal_mask.ipynb": ("alice", "02_causal_mask"),
@@ -254,7 +263,7 @@ def test_without_a_roster_collect_works_as_before(course, tmp_path):
         "smithjohn_12345_67890_01_attention.ipynb": ("smithjohn", "01_attention"),
         "Bob Stone_7654321_assignsubmission_file_01_attention.ipynb": ("Bob_Stone", "01_attention"),
     }
-    assert collect.missing(course) == {}
+    assert collect.missing(Course.open(course)) == {}
 
 
 @pytest.mark.parametrize(

@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from transformer_lab import GPTConfig, MiniGPT, filter_probs, generate
+from transformer_lab import GPTConfig, MiniGPT, embed_with_positions, filter_probs, generate
 
 LOGITS = torch.tensor([3.0, 2.0, 1.0, 0.0])
 
@@ -112,7 +112,7 @@ def test_a_model_on_the_student_s_pieces_samples_the_same_text_with_a_cache(tiny
         return torch.ones(T, T, dtype=torch.bool).tril()
 
     pieces = student.course_pieces("").using("mask", causal_mask, "notebook 02")
-    pieces = pieces.using("embedding", student.embed_with_positions, "notebook 03")
+    pieces = pieces.using("embedding", embed_with_positions, "notebook 03")
     model = pieces.plug(MiniGPT(tiny_model.config).eval())
     model.load_state_dict(tiny_model.state_dict())
     cached = generate(model, [5], 40, seed=3, use_cache=True)

@@ -24,6 +24,7 @@ from grader.engine.autograde import job_command
 from grader.engine.job import CELL_OUTPUT_CAP, NOTEBOOK_OUTPUT_CAP
 from grader.outcome import COPY
 from grader.term import collect
+from grader.term.course_open import Course
 from grader.term.scores import autograde
 from maintainer.fabricated_class import (
     WRONG_ATTENTION,
@@ -231,8 +232,8 @@ def attacked(tmp_path_factory, server):
         honest = tmp_path_factory.mktemp("honest")
         write(honest / "ada" / "01_attention.ipynb", perfect(course, "01_attention"))
         write(honest / "bo" / "01_attention.ipynb", with_attention(course, WRONG_ATTENTION))
-        collect.collect(honest, course)
-        autograde(course, workers=2, cell_timeout=20, memory_gb=3, progress=False)
+        collect.collect(Course.open(course), honest)
+        autograde(Course.open(course), workers=2, cell_timeout=20, memory_gb=3, progress=False)
         watched = [*course.glob("submitted/**/*"), *course.glob("autograded/**/*")]
         before = _digest([*watched, *grading_code(checkout)]), _grades(course, ["ada", "bo"])
 
@@ -260,9 +261,14 @@ def attacked(tmp_path_factory, server):
         downloads = tmp_path_factory.mktemp("attacks")
         for student, nb in attacks.items():
             write(downloads / student / "01_attention.ipynb", nb)
-        collect.collect(downloads, course)
+        collect.collect(Course.open(course), downloads)
         outcomes = autograde(
-            course, workers=2, cell_timeout=20, memory_gb=3, students=list(attacks), progress=False
+            Course.open(course),
+            workers=2,
+            cell_timeout=20,
+            memory_gb=3,
+            students=list(attacks),
+            progress=False,
         )
         after = _digest([*watched, *grading_code(checkout)]), _grades(course, ["ada", "bo"])
         assert grader_cli(course, "export").returncode == 0

@@ -17,10 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from grader.course import Layout
 from grader.outcome import COPY, Flag, Outcome
 from grader.outcome import REVIEW as REVIEW_KIND
 from grader.term import deadlines, scores
+from grader.term.course_open import Course
+from grader.term.nbgrader_apps import gradebook as session
 from grader.term.scores import REVIEW
 
 POINTS = {"01_attention": 4, "02_causal_mask": 2, "03_positions": 2, "06_stretch": 4}
@@ -115,7 +116,7 @@ def test_a_limited_run_says_what_it_was_limited_to():
 
 
 def test_the_table_has_one_maximum_per_notebook_and_the_notes_by_kind(course):
-    scores.write_scores_table(course, CLASS, SANDBOX)
+    scores.write_scores_table(Course.open(course), CLASS, SANDBOX)
     table = (course / "reports" / "autograde.md").read_text(encoding="utf-8")
     assert table.splitlines() == [
         "| student | 01_attention | 02_causal_mask (not due yet) | 06_stretch (extra credit) "
@@ -166,7 +167,7 @@ def test_the_table_has_one_maximum_per_notebook_and_the_notes_by_kind(course):
 
 def test_a_table_with_nothing_to_note_ends_with_its_legend(course):
     (course / "course.toml").write_text('assigned = ["01_attention"]\n')
-    scores.write_scores_table(course, [graded("alice", "01_attention", 4)], "none")
+    scores.write_scores_table(Course.open(course), [graded("alice", "01_attention", 4)], "none")
     table = (course / "reports" / "autograde.md").read_text(encoding="utf-8")
     assert table == (
         "| student | 01_attention | total / 4 | review |\n"
@@ -180,25 +181,27 @@ def test_a_table_with_nothing_to_note_ends_with_its_legend(course):
 
 
 def test_the_saved_outcomes_read_back_as_written(course):
-    scores.write_scores_table(course, CLASS, SANDBOX)
+    scores.write_scores_table(Course.open(course), CLASS, SANDBOX)
     saved = json.loads((course / "reports" / "autograde.json").read_text(encoding="utf-8"))
     assert saved["sandbox"] == SANDBOX
-    assert scores.load_outcomes(course) == CLASS
+    assert scores.load_outcomes(Course.open(course)) == CLASS
 
 
 def test_a_report_of_another_version_still_reads(course):
-    assert scores.load_outcomes(course) == []  # no report yet
+    assert scores.load_outcomes(Course.open(course)) == []  # no report yet
     (course / "reports").mkdir()
     row = {"student": "alice", "assignment": "01_attention", "status": "graded", "score": 4}
     report = {"sandbox": "none", "outcomes": [row | {"kernel": "python3"}]}  # a field since gone
     (course / "reports" / "autograde.json").write_text(json.dumps(report))
-    assert scores.load_outcomes(course) == [Outcome("alice", "01_attention", "graded", score=4)]
+    assert scores.load_outcomes(Course.open(course)) == [
+        Outcome("alice", "01_attention", "graded", score=4)
+    ]
 
 
 def test_flags_travel_as_data_and_an_earlier_report_s_text_is_kept_whole(course):
     """A flag is written to autograde.json as its fields and read back as the same record; a
     report from before flags were data holds text, which the notes quote as it was."""
-    scores.write_scores_table(course, CLASS, SANDBOX)
+    scores.write_scores_table(Course.open(course), CLASS, SANDBOX)
     saved = json.loads((course / "reports" / "autograde.json").read_text(encoding="utf-8"))
     (carol,) = [o for o in saved["outcomes"] if o["flags"]]
     assert carol["flags"][0] | {"share": 1.0} == {
@@ -209,10 +212,10 @@ def test_flags_travel_as_data_and_an_earlier_report_s_text_is_kept_whole(course)
     old = "copy: ex1_attention matches the course's solution: 100% of the student's own code"
     carol["flags"] = [old, TORCH_FLAG.text()]
     (course / "reports" / "autograde.json").write_text(json.dumps(saved))
-    (read,) = [o for o in scores.load_outcomes(course) if o.flags]
+    (read,) = [o for o in scores.load_outcomes(Course.open(course)) if o.flags]
     assert [f.text() for f in read.flags] == [old, TORCH_FLAG.text()]
     assert [f.kind for f in read.flags] == ["copy", "review"]  # the copy's is replaced anew
-    table = scores.scores_table([read], SANDBOX, deadlines.notebooks(course), lambda s: s)
+    table = scores.scores_table([read], SANDBOX, Course.open(course).term.counted(), lambda s: s)
     assert f"- carol / 01_attention: {old}" in table
 
 
@@ -225,22 +228,24 @@ EARLIER = [
 
 
 def test_a_limited_run_replaces_its_rows_and_keeps_the_others(course):
-    scores.write_scores_table(course, EARLIER, SANDBOX)
+    scores.write_scores_table(Course.open(course), EARLIER, SANDBOX)
     bob_01 = Outcome("bob", "01_attention", "unchanged", score=1)
-    merged = scores.merged(course, [bob_01], students=["bob"], notebooks=["01_attention"])
+    merged = scores.merged(
+        Course.open(course), [bob_01], students=["bob"], notebooks=["01_attention"]
+    )
     assert merged == [EARLIER[0], EARLIER[1], bob_01, EARLIER[3]]
     bob_02 = Outcome("bob", "02_causal_mask", "failed", reason="the job could not run")
-    merged = scores.merged(course, [bob_02, bob_01], students=["bob"])
+    merged = scores.merged(Course.open(course), [bob_02, bob_01], students=["bob"])
     assert merged == [EARLIER[0], EARLIER[1], bob_01, bob_02]
     # A run over 02 that found no 02 of bob's any more: his old row goes with it.
     alice_02 = graded("alice", "02_causal_mask", 1)
-    merged = scores.merged(course, [alice_02], notebooks=["02_causal_mask"])
+    merged = scores.merged(Course.open(course), [alice_02], notebooks=["02_causal_mask"])
     assert merged == [EARLIER[0], alice_02, EARLIER[2]]
 
 
 def test_a_whole_run_replaces_every_row(course):
-    scores.write_scores_table(course, EARLIER, SANDBOX)
-    assert scores.merged(course, [EARLIER[2]]) == [EARLIER[2]]
+    scores.write_scores_table(Course.open(course), EARLIER, SANDBOX)
+    assert scores.merged(Course.open(course), [EARLIER[2]]) == [EARLIER[2]]
 
 
 @pytest.fixture
@@ -255,7 +260,8 @@ def gradebook(course, monkeypatch) -> Path:
         "[due]\n01_attention = 2027-01-15T23:59:00+00:00\n\n"
         '[late]\npenalty = "percent_per_day"\npercent_per_day = 25\n'
     )
-    with Gradebook(Layout(course).db_url) as gb:
+    opened = Course.open(course)
+    with Gradebook(opened.layout.db_url) as gb:
         gb.add_assignment("01_attention")
         gb.add_notebook("01_attention", "01_attention")
         gb.add_grade_cell("ex1", "01_attention", "01_attention", max_score=4, cell_type="code")
@@ -264,9 +270,9 @@ def gradebook(course, monkeypatch) -> Path:
             with gb.db.no_autoflush:  # else SQLAlchemy warns on nbgrader's own add_submission
                 gb.add_submission("01_attention", student)
             gb.find_grade("ex1", "01_attention", "01_attention", student).auto_score = 4
-            folder = course / "submitted" / student / "01_attention"
-            folder.mkdir(parents=True)
-            deadlines.write_timestamp(folder, datetime(2027, 1, 17, 0, 59, tzinfo=UTC))
+            (course / "submitted" / student / "01_attention").mkdir(parents=True)
+            late = datetime(2027, 1, 17, 0, 59, tzinfo=UTC)
+            deadlines.write_timestamp(opened, student, "01_attention", late)
         gb.db.commit()
     return course
 
@@ -277,7 +283,10 @@ def test_lateness_is_settled_for_graded_and_reused_notebooks_only(gradebook):
         Outcome("bob", "01_attention", "unchanged", score=4),
         Outcome("carol", "01_attention", "quarantined", reason="not valid notebook JSON"),
     ]
-    scores.settle(gradebook, outcomes)
+    course = Course.open(gradebook)
+    with session(course) as gb:
+        scores.settle(course, gb, outcomes)
     assert [(o.seconds_late, o.late_penalty) for o in outcomes] == [(90000, 2), (90000, 2), (0, 0)]
     # carol's quarantined notebook has no score to take from: her gradebook entry is untouched.
-    assert deadlines.lateness(gradebook, "carol", "01_attention") == (0, 0)
+    with session(course) as gb:
+        assert deadlines.lateness(gb)["carol", "01_attention"] == (0, 0)

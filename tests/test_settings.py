@@ -1,6 +1,7 @@
-"""course.toml read once into a Term and checked whole (grader/term/settings.py): each key
-declared once, a bad value named with what it allows, and `make autograde` stopped by a bad
-course.toml before any job starts."""
+"""course.toml read into a Term and checked whole (grader/term/settings.py): each key declared
+once, a bad value named with what it allows, `make autograde` stopped by a bad course.toml before
+any job starts, and a course opened once per command (grader/term/course_open.py): an edit made
+while it runs applies from the next."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from conftest import executing
 from grader.course import GradingError
 from grader.engine import autograde as grading
 from grader.term import deadlines, settings
+from grader.term.course_open import Course
 from grader.term.scores import autograde
 from maintainer.fabricated_class import perfect, write
 
@@ -98,7 +100,7 @@ def test_a_bad_course_toml_stops_autograde_before_any_job(released, tmp_path, mo
     started = []
     monkeypatch.setattr(grading, "grade", lambda *a, **k: started.append(a) or [])
     with pytest.raises(GradingError, match=r"\[late\] penalty = 'half'"):
-        autograde(course, progress=False, sandboxed=False)
+        autograde(Course.open(course), progress=False, sandboxed=False)
     assert started == []  # the engine never started
 
 
@@ -110,16 +112,21 @@ def _released(course: Path) -> Path:
     return course
 
 
-def test_the_term_is_read_again_only_when_course_toml_changes(tmp_path, monkeypatch):
+def test_an_opened_course_keeps_its_term_and_the_next_one_reads_the_file_again(
+    tmp_path, monkeypatch
+):
     _released(tmp_path)
     (tmp_path / "course.toml").write_text('timezone = "UTC"\n')
     reads = []
     read = settings.read
     monkeypatch.setattr(settings, "read", lambda *a: reads.append(a) or read(*a))
-    first = settings.term(tmp_path)
-    assert settings.term(tmp_path) is first and len(reads) == 1
+    course = Course.open(tmp_path)
+    assert len(reads) == 1 and course.term.released == RELEASED
     (tmp_path / "course.toml").write_text('timezone = "Asia/Tokyo"\n')
-    assert str(settings.term(tmp_path).zone) == "Asia/Tokyo" and len(reads) == 2
+    assert str(course.term.zone) == "UTC" and len(reads) == 1  # what the command began with
+    assert str(Course.open(tmp_path).term.zone) == "Asia/Tokyo" and len(reads) == 2
+    with pytest.raises(AttributeError):
+        course.term = Course.open(tmp_path).term  # frozen
 
 
 def test_autograde_reads_course_toml_once_and_keeps_it_for_the_run(released, tmp_path, monkeypatch):
@@ -130,7 +137,8 @@ def test_autograde_reads_course_toml_once_and_keeps_it_for_the_run(released, tmp
     toml.write_text('[due]\n01_attention = 2027-01-15T23:59:00+00:00\n\n[late]\npenalty = "zero"\n')
     folder = course / "submitted" / "ann" / "01_attention"
     write(folder / "01_attention.ipynb", perfect(course, "01_attention"))
-    deadlines.write_timestamp(folder, datetime(2027, 1, 17, tzinfo=UTC))  # two days late
+    two_days_late = datetime(2027, 1, 17, tzinfo=UTC)
+    deadlines.write_timestamp(Course.open(course), "ann", "01_attention", two_days_late)
     reads = []
     read_text = Path.read_text
 
@@ -144,20 +152,8 @@ def test_autograde_reads_course_toml_once_and_keeps_it_for_the_run(released, tmp
 
     monkeypatch.setattr(Path, "read_text", reading)
     monkeypatch.setattr(grading, "run_job", edited_while_graded)
-    (first,) = autograde(course, workers=1, progress=False, sandboxed=False)
+    (first,) = autograde(Course.open(course), workers=1, progress=False, sandboxed=False)
     assert first.late_penalty == first.score == 4  # "zero", as the run began: all of it taken
     assert len(reads) == 1
-    (second,) = autograde(course, workers=1, progress=False, sandboxed=False)
+    (second,) = autograde(Course.open(course), workers=1, progress=False, sandboxed=False)
     assert (second.score, second.late_penalty) == (4, 0)  # the next run: "none"
-
-
-def test_read_once_holds_its_term_inside_and_nested_blocks_give_back_the_outer_one(tmp_path):
-    toml = _released(tmp_path) / "course.toml"
-    toml.write_text('timezone = "UTC"\n')
-    with settings.read_once(tmp_path) as outer:
-        toml.write_text('timezone = "Asia/Tokyo"\n')
-        assert settings.term(tmp_path) is outer
-        with settings.read_once(tmp_path / ".") as inner:
-            assert inner is outer  # the same folder, however it is written: still held
-        assert settings.term(tmp_path) is outer
-    assert str(settings.term(tmp_path).zone) == "Asia/Tokyo"

@@ -6,13 +6,12 @@ import math
 import sys
 import time
 
-import pytest
 import torch
 
 import transformer_lab as tl
 from checkpoints import yours
 from checkpoints._core import error_text
-from transformer_lab import saving, step_cost, student
+from transformer_lab import saving, step_cost, student, train
 
 TINY = tl.GPTConfig(d_model=16, n_heads=2, n_layers=2, T_max=16)
 
@@ -50,16 +49,31 @@ def test_what_the_pieces_print_is_held_back_and_said_in_one_line(capsys):
     assert student.printed(course) == ""
 
 
-@pytest.mark.slow  # it times real training steps: seconds
-def test_a_slow_piece_is_named_with_the_way_to_train_on_the_course_s(corpus):
+def test_a_slow_piece_is_named_with_the_way_to_train_on_the_course_s(corpus, monkeypatch):
+    """The clock is the model's: a step on the slow attention takes four times the course's (a
+    real timing would depend on the machine's load), and the measure finds which piece it is."""
+
+    def seconds_a_step(model, corpus, budget, *, lr, steps):
+        theirs = getattr(model.blocks[0].attn.attention, "__wrapped__", None)
+        return (0.4 if theirs is slow else 0.1), 0.03
+
+    monkeypatch.setattr(step_cost, "seconds_a_step", seconds_a_step)
     pieces = student.course_pieces("").using("attention", slow, "notebook 01")
     pieces = pieces.using("mask", lambda T: torch.ones(T, T, dtype=torch.bool).tril(), "02")
-    said = step_cost.measure(pieces, corpus, tl.BUDGETS["smoke"]).said()
+    said = step_cost.measure(pieces, corpus, tl.BUDGETS["quick"]).said()
     first, advice = said.splitlines()
-    assert first.startswith("Your pieces make each training step ")
-    assert "one seed will take about" in first and "with the course's." in first
+    assert first.startswith("Your pieces make each training step 4.0× as long as the course's")
+    assert "one seed will take about 10 min, against 2.6 min with the course's." in first
     assert advice.startswith("Your attention costs the most.")
     assert 'set PIECES = "course" in the first cell' in advice
+
+
+def test_the_timing_is_the_training_loop_s(corpus):
+    windows = tl.GPTConfig(d_model=16, n_heads=2, n_layers=1, T_max=128)  # 04's T of 128
+    step_s, val_s = train.seconds_a_step(
+        tl.MiniGPT(windows), corpus, tl.BUDGETS["smoke"], lr=1e-3, steps=2
+    )
+    assert 0 < val_s < step_s < 5
 
 
 def test_the_line_says_what_a_seed_takes_at_the_budget():

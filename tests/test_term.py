@@ -16,8 +16,10 @@ from conftest import executing
 from paths import ROOT
 
 from grader import course as course_module
-from grader.course import Layout, nbgrader_api, nbgrader_config
+from grader.course import Layout, nbgrader_config
 from grader.engine import sandbox
+from grader.term import nbgrader_apps
+from grader.term.course_open import Course
 from grader.term.formgrader import MANUAL, SandboxOnly
 from maintainer import notebook_build
 from maintainer.fabricated_class import release
@@ -118,7 +120,7 @@ def test_the_formgrader_autograde_button_refuses_and_touches_nothing(tmp_path):
     job.write_text('{"key": "k"}')
     kept[job] = job.read_bytes()
     # What the formgrader's AutogradeHandler calls, with the course's configuration.
-    result = nbgrader_api(course).autograde(MANUAL, "ada")
+    result = nbgrader_apps.api(Layout(course)).autograde(MANUAL, "ada")
     assert not result["success"]
     assert f"python -m grader autograde --student ada --notebook {MANUAL}" in result["error"]
     assert {p: p.read_bytes() for p in kept} == kept  # nothing deleted or rewritten
@@ -200,7 +202,7 @@ def test_a_hand_grade_is_asked_for_again_when_the_answer_changes(tmp_path, monke
     cell_of(nb, "ex4_prediction")["source"] = PREDICTION
     submitted = course / "submitted" / "ada" / MANUAL / f"{MANUAL}.ipynb"
     write(submitted, nb)
-    (first,) = autograde(course, progress=False, sandboxed=False)
+    (first,) = autograde(Course.open(course), progress=False, sandboxed=False)
     assert first.status == "graded" and first.needs_manual == 1
 
     with Gradebook(Layout(course).db_url) as gb:  # the formgrader's save, by nbgrader's API
@@ -211,6 +213,6 @@ def test_a_hand_grade_is_asked_for_again_when_the_answer_changes(tmp_path, monke
 
     cell_of(nb, "ex4_prediction")["source"] = PREDICTION + " Or the GPT, if it trains longer."
     write(submitted, nb)
-    (changed,) = autograde(course, progress=False, sandboxed=False)
+    (changed,) = autograde(Course.open(course), progress=False, sandboxed=False)
     assert changed.status == "graded" and changed.needs_manual == 1
     assert _grades(course, "ada")["ex4_prediction"] == (1, True)  # kept, to be looked at again

@@ -14,6 +14,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from grader.term import term_log
+from grader.term.course_open import Course
 
 PARIS = ZoneInfo("Europe/Paris")
 WINTER = datetime(2027, 1, 15, 22, 59, tzinfo=UTC)
@@ -70,10 +71,15 @@ def test_no_zone_is_this_machines(new_york):
 
 def test_steps_are_appended_oldest_first_under_one_header(tmp_path, clock):
     (tmp_path / "course.toml").write_text('timezone = "Asia/Tokyo"\n')
-    path = term_log.append(tmp_path, "collect canvas.zip", "collect canvas.zip: 1 file\n\n\n")
+    path = term_log.append(
+        Course.open(tmp_path), "collect canvas.zip", "collect canvas.zip: 1 file\n\n\n"
+    )
     assert path == tmp_path / "reports" / "term_log.md"
     clock.at = SUMMER
-    assert term_log.append(tmp_path, "autograde --student bob", "3 notebooks: 1 graded") == path
+    assert (
+        term_log.append(Course.open(tmp_path), "autograde --student bob", "3 notebooks: 1 graded")
+        == path
+    )
     assert path.read_text(encoding="utf-8") == (
         term_log.HEADER
         + "## 2027-01-16 07:59 JST · collect canvas.zip\n\ncollect canvas.zip: 1 file\n\n"
@@ -82,6 +88,6 @@ def test_steps_are_appended_oldest_first_under_one_header(tmp_path, clock):
 
 
 def test_a_course_without_a_zone_logs_in_this_machines(tmp_path, clock, new_york):
-    path = term_log.append(tmp_path, "autograde", "done")
+    path = term_log.append(Course.open(tmp_path), "autograde", "done")
     written = path.read_text(encoding="utf-8")
     assert written == term_log.HEADER + "## 2027-01-15 17:59 EST · autograde\n\ndone\n\n"

@@ -17,7 +17,7 @@ from transformer_lab.runtime import (
     precision_for,
     resolve_mode,
 )
-from transformer_lab.train import lr_at
+from transformer_lab.train import Recipe, lr_at
 
 pytestmark = pytest.mark.heavy(order=12)
 
@@ -32,7 +32,7 @@ def test_schedule_warms_up_then_decays():
 @pytest.mark.parametrize("make, lr", [(MiniGPT, 3e-3), (CharLSTM, 1e-2)])
 def test_a_short_real_training_run_lowers_the_loss(corpus, make, lr):
     model = make()
-    history = train_lm(model, corpus, BUDGETS["smoke"], lr=lr, progress=False)
+    history = train_lm(model, corpus, Recipe.of(BUDGETS["smoke"], lr=lr), progress=False)
     first_train, last_train = history.train_loss[0][1], history.train_loss[-1][1]
     assert last_train < first_train - 0.3
     assert history.val_loss[-1][1] < 3.6  # from about ln 65 = 4.17
@@ -43,7 +43,8 @@ def test_training_repeats_with_a_seed(corpus):
     runs = []
     for _ in range(2):
         torch.manual_seed(0)
-        runs.append(train_lm(MiniGPT(), corpus, BUDGETS["grade"], lr=2e-3, progress=False))
+        recipe = Recipe.of(BUDGETS["grade"], lr=2e-3)
+        runs.append(train_lm(MiniGPT(), corpus, recipe, progress=False))
     assert runs[0].train_loss == runs[1].train_loss
 
 
@@ -73,7 +74,7 @@ def test_cpu_trains_in_fp32():
 
 def test_bad_schedule(corpus):
     with pytest.raises(ValueError, match="schedule"):
-        train_lm(CharLSTM(), corpus, BUDGETS["grade"], lr=1e-3, schedule="step")
+        Recipe.of(BUDGETS["grade"], lr=1e-3, schedule="step")
 
 
 TINY = Budget("tiny", 4, 3, 3, 1)
@@ -81,7 +82,7 @@ TINY = Budget("tiny", 4, 3, 3, 1)
 
 def _train_lstm(corpus, make=CharLSTM, **kwargs):
     torch.manual_seed(0)
-    return train_lm(make(), corpus, TINY, lr=1e-2, progress=False, **kwargs)
+    return train_lm(make(), corpus, Recipe.of(TINY, lr=1e-2), progress=False, **kwargs)
 
 
 def test_compile_that_raises_falls_back_to_eager(corpus, monkeypatch, capsys):
@@ -150,7 +151,8 @@ def test_the_t4_precision_policy_runs_on_a_cpu(corpus):
     fp16 = Precision("fp16", "cpu")
     model = MiniGPT(GPTConfig(d_model=32, n_heads=2, n_layers=2))  # fp16 on a CPU is slow
     start = {k: v.detach().clone() for k, v in model.named_parameters()}
-    history = train_lm(model, corpus, BUDGETS["grade"], lr=3e-3, precision=fp16, progress=False)
+    recipe = Recipe.of(BUDGETS["grade"], lr=3e-3, precision=fp16.name)
+    history = train_lm(model, corpus, recipe, progress=False)
     losses = [loss for _, loss in history.train_loss + history.val_loss]
     assert history.precision == "fp16" and all(torch.isfinite(torch.tensor(losses)))
     assert history.loss_scale is not None and history.loss_scale > 0  # the scaler ran
@@ -164,7 +166,7 @@ def test_the_t4_precision_policy_runs_on_a_cpu(corpus):
 
 
 def test_no_scaler_outside_fp16(corpus):
-    history = train_lm(MiniGPT(), corpus, BUDGETS["grade"], lr=2e-3, progress=False)
+    history = train_lm(MiniGPT(), corpus, Recipe.of(BUDGETS["grade"], lr=2e-3), progress=False)
     assert history.precision == "fp32" and history.loss_scale is None
 
 
@@ -196,7 +198,7 @@ def test_a_seed_feeds_the_windows_it_fed_when_each_step_drew_its_own(corpus):
     of B starts a step from the CPU generator seeded with the run's seed, as before."""
     budget, T = Budget("tiny", batch_size=4, steps=6, eval_every=3, eval_batches=2), 32
     model = _Recorder()
-    train_lm(model, corpus, budget, lr=1e-2, seed=7, T=T, progress=False)
+    train_lm(model, corpus, Recipe.of(budget, lr=1e-2, T=T), seed=7, progress=False)
     generator = torch.Generator().manual_seed(7)
     before = []
     for _ in range(budget.steps):
@@ -205,7 +207,7 @@ def test_a_seed_feeds_the_windows_it_fed_when_each_step_drew_its_own(corpus):
     assert len(model.fed) == budget.steps
     assert all(torch.equal(fed, old) for fed, old in zip(model.fed, before, strict=True))
     other_seed = _Recorder()
-    train_lm(other_seed, corpus, budget, lr=1e-2, seed=8, T=T, progress=False)
+    train_lm(other_seed, corpus, Recipe.of(budget, lr=1e-2, T=T), seed=8, progress=False)
     assert not torch.equal(other_seed.fed[0], model.fed[0])
 
 
@@ -236,7 +238,8 @@ def test_every_step_calls_the_plugged_in_attention(corpus, monkeypatch, capsys, 
     config = GPTConfig(d_model=24, n_heads=2, n_layers=3, T_max=16)
     model = MiniGPT(config, attention=_spied(calls))
     budget = Budget("tiny", batch_size=2, steps=5, eval_every=5, eval_batches=2)
-    history = train_lm(model, corpus, budget, lr=1e-3, T=16, progress=False, compile=compile)
+    recipe = Recipe.of(budget, lr=1e-3, T=16)
+    history = train_lm(model, corpus, recipe, progress=False, compile=compile)
     assert len(calls) == config.n_layers * (budget.steps + budget.eval_batches)
     assert set(calls) == {(2, 2, 16, 12)}  # (B, n_heads, T, d_k), the heads as a batch dimension
     assert not history.compiled
@@ -263,7 +266,8 @@ def test_the_recipe_is_what_the_loop_ran(corpus, monkeypatch):
         torch.optim, "AdamW", lambda *a, **k: made.append(adamw(*a, **k)) or made[-1]
     )
     budget = Budget("tiny", 4, 40, 40, 1)
-    history = train_lm(MiniGPT(), corpus, budget, lr=3e-3, warmup=5, grad_clip=0.5, progress=False)
+    recipe = Recipe.of(budget, lr=3e-3, warmup=5, grad_clip=0.5)
+    history = train_lm(MiniGPT(), corpus, recipe, progress=False)
     recipe = history.recipe
     assert rates == [recipe.lr_at(step) for step in range(40)]
     assert rates[0] == pytest.approx(3e-3 / 5) and max(rates) == pytest.approx(3e-3)
@@ -279,9 +283,8 @@ def test_the_recipe_is_what_the_loop_ran(corpus, monkeypatch):
 
 
 def test_lab3_s_recipe_records_a_constant_rate_without_decay(corpus):
-    history = train_lm(
-        CharLSTM(), corpus, TINY, lr=2e-3, optimizer="adam", schedule="constant", progress=False
-    )
+    recipe = Recipe.of(TINY, lr=2e-3, optimizer="adam", schedule="constant")
+    history = train_lm(CharLSTM(), corpus, recipe, progress=False)
     recipe = history.recipe
     assert recipe.summary() == "Adam, constant rate"
     assert (recipe.warmup_steps, recipe.weight_decay, recipe.final_lr_ratio) == (0, 0.0, None)

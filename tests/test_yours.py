@@ -216,7 +216,7 @@ def test_04_trains_the_student_s_attention_at_every_step(notebook_folder, corpus
     model = pieces.model(TINY)
     sys.setprofile(spy)
     try:
-        tl.train_lm(model, corpus, budget, lr=1e-3, T=TINY.T_max, progress=False)
+        tl.train_lm(model, corpus, tl.Recipe.of(budget, lr=1e-3, T=TINY.T_max), progress=False)
     finally:
         sys.setprofile(None)
     assert calls["student"] >= budget.steps * TINY.n_layers

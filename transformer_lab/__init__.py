@@ -37,11 +37,20 @@ from .saving import (
     use_drive,
 )
 from .student import Piece, Pieces, printed
-from .train import DEFAULT_LR, LAB3_RECIPE, Recipe, TrainHistory, choose_lr, train_lm
+from .train import (
+    DEFAULT_LR,
+    LAB3_FORGET_GATE_BIAS,
+    LAB3_RECIPE,
+    Recipe,
+    TrainHistory,
+    choose_lr,
+    train_lm,
+)
 
 __all__ = [
     "BUDGETS",
     "DEFAULT_LR",
+    "LAB3_FORGET_GATE_BIAS",
     "LAB3_RECIPE",
     "Recipe",
     "Block",

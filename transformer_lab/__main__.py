@@ -24,7 +24,7 @@ from .runtime import (
     resolve_device,
     set_seed,
 )
-from .train import DEFAULT_LR, choose_lr, train_lm
+from .train import DEFAULT_LR, Recipe, choose_lr, train_lm
 
 LR_CANDIDATES = {"gpt": (1e-3, 2e-3, 4e-3, 8e-3), "lstm": (4e-3, 8e-3, 1.6e-2, 3.2e-2, 6.4e-2)}
 NGRAMS = {"trigram": (3, 0.1), "5gram": (5, 0.01)}
@@ -67,7 +67,8 @@ def train_command(args: argparse.Namespace) -> None:
         for candidate, loss in losses.items():
             print(f"lr {candidate:g}: validation loss {loss:.4f}")
     model = make_model()
-    history = train_lm(model, corpus, budget, lr=float(lr), seed=args.seed, desc=args.model)
+    recipe = Recipe.of(budget, lr=float(lr))
+    history = train_lm(model, corpus, recipe, seed=args.seed, desc=args.model)
     evaluate = evaluate_gpt if args.model == "gpt" else evaluate_lstm
     score = evaluate(model, corpus, characters=budget.test_characters)
     print(

@@ -117,7 +117,7 @@ def lab3_label(recipe: dict | None = None) -> str:
     full runs), not a number from Lab 3 itself: every table and sentence shows it under this
     label, whatever label the run was recorded with. How it trained is read from the row's
     recorded recipe (LAB3_RECIPE where a row records none)."""
-    summary = training_summary(recipe or LAB3_RECIPE)
+    summary = training_summary(recipe or LAB3_RECIPE.as_dict())
     return f"LSTM, d_h 256, Lab 3's recipe ({summary}), re-run by this course's pipeline"
 
 
@@ -196,15 +196,6 @@ def recorded_budgets(device, baselines: dict | None = None) -> dict[str, tuple[s
                 found[budget] = (f"{budget}/{c}", run)
                 break
     return found
-
-
-def lecture_comparison(device, baselines: dict | None = None) -> str:
-    """Markdown: each point of the lecture's reading of its own table set against this course's
-    recorded runs (the full and the quick budget, on the student's device class or the nearest
-    recorded one), computed from data/baselines.json, and in the end where the two differ."""
-    from .lecture_reading import reading
-
-    return reading(recorded_budgets(device, baselines))
 
 
 def _merge(into: dict, new: dict) -> dict:

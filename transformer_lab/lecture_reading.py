@@ -10,7 +10,7 @@ scoring windows) is computed from the package.
 
 from __future__ import annotations
 
-from .baselines import RECORDED_MODES, recorded_rows, seed_nats
+from .baselines import RECORDED_MODES, recorded_budgets, recorded_rows, seed_nats
 from .text import render
 from .train import LAB3_RECIPE, training_summary
 from .verdict import Gap
@@ -78,7 +78,7 @@ def lstm_rows(budget: str, key: str, run: dict) -> dict:
     return point | {
         "recorded": True,
         "lab3": lab3,
-        "lab3_training": training_summary(lab3.get("recipe") or LAB3_RECIPE),
+        "lab3_training": training_summary(lab3.get("recipe") or LAB3_RECIPE.as_dict()),
         "lstm": lstm,
         "seeds": _seeds(lstm, run),
         "moved": moved,
@@ -184,3 +184,10 @@ def reading(found: dict[str, tuple[str, dict]]) -> str:
         points=read,
         differences=[(clause, point) for point in read for clause in point["differs"]],
     )
+
+
+def lecture_comparison(device, baselines: dict | None = None) -> str:
+    """Markdown: each point of the lecture's reading of its own table set against this course's
+    recorded runs (the full and the quick budget, on the student's device class or the nearest
+    recorded one), computed from data/baselines.json, and in the end where the two differ."""
+    return reading(recorded_budgets(device, baselines))

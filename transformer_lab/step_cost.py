@@ -90,8 +90,8 @@ def measure(pieces: Pieces, corpus: Corpus, budget: Budget) -> StepCost:
     theirs = [piece for piece in pieces if piece.yours]
     if not theirs:
         return cost
-    cost = StepCost(budget, cost.device, cost.course, times(pieces), theirs[0].spec.name)
+    cost = StepCost(budget, cost.device, cost.course, times(pieces), theirs[0].name)
     if cost.factor >= SLOW and len(theirs) > 1:
-        alone = {p.spec.name: times(course._replace(**{p.spec.name: p}))[0] for p in theirs}
+        alone = {p.name: times(course._replace(**{p.name: p}))[0] for p in theirs}
         cost = StepCost(budget, cost.device, cost.course, cost.yours, max(alone, key=alone.get))
     return cost

@@ -25,8 +25,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import NamedTuple
 
-from .attention import causal_mask, scaled_dot_product_attention
-from .model import GPTConfig, MiniGPT, embed_with_positions
+from .catalogue import PIECES, Exercise
+from .model import GPTConfig, MiniGPT
 from .needs import needed
 from .saving import DRIVE_FOLDER, OFF_COLAB, drive_folder
 
@@ -49,59 +49,32 @@ _SECTION = re.compile(r"^# --- (\w+), from notebook (\d\d) ---$", re.M)
 
 
 @dataclass(frozen=True)
-class Spec:
-    """One piece: its name in sentences, the function the student writes, where."""
-
-    name: str  # "attention"
-    function: str  # "scaled_dot_product_attention"
-    notebook: str  # "01"
-    exercise: str  # "Exercise 1"
-
-
-SPECS = {
-    spec.name: spec
-    for spec in (
-        Spec("attention", "scaled_dot_product_attention", "01", "Exercise 1"),
-        Spec("mask", "causal_mask", "02", "Exercise 2"),
-        Spec("embedding", "embed_with_positions", "03", "Exercise 3"),
-    )
-}
-
-
-def _course_mask(T: int):
-    return causal_mask(T)
-
-
-COURSE = {
-    "attention": scaled_dot_product_attention,
-    "mask": _course_mask,
-    "embedding": embed_with_positions,
-}
-
-
-@dataclass(frozen=True)
 class Piece:
     """A piece the model runs on: the student's own (`yours`) or the course's, and why."""
 
-    spec: Spec
+    exercise: Exercise  # the catalogue's exercise that writes it
     fn: Callable
     yours: bool
     why: str  # where the student's was found, or why the course's stands in
 
     @property
+    def name(self) -> str:
+        return self.exercise.piece  # "attention"
+
+    @property
     def whose(self) -> str:
-        return f"your {self.spec.name}" if self.yours else f"the course's {self.spec.name}"
+        return f"your {self.name}" if self.yours else f"the course's {self.name}"
 
     @property
     def line(self) -> str:
         """What a notebook prints about this piece, in one line."""
         if self.yours:
-            return f"{self.spec.name}: yours, from notebook {self.spec.notebook} ({self.why})"
-        return f"{self.spec.name}: the course's: {self.why}"
+            return f"{self.name}: yours, from notebook {self.exercise.number} ({self.why})"
+        return f"{self.name}: the course's: {self.why}"
 
     def instead(self, why: str) -> Piece:
         """The course's piece in place of this one, saying why."""
-        return replace(self, fn=COURSE[self.spec.name], yours=False, why=why)
+        return replace(self, fn=self.exercise.course, yours=False, why=why)
 
 
 class Pieces(NamedTuple):
@@ -138,7 +111,7 @@ class Pieces(NamedTuple):
 
     def using(self, name: str, fn: Callable, why: str) -> Pieces:
         """These pieces with the student's `fn` as `name` (written in this notebook)."""
-        return self._replace(**{name: Piece(SPECS[name], fn, True, why)})
+        return self._replace(**{name: Piece(PIECES[name], fn, True, why)})
 
 
 class Printed:
@@ -194,7 +167,7 @@ def printed(model) -> str:
 
 
 def course_pieces(why: str) -> Pieces:
-    return Pieces(*(Piece(spec, COURSE[name], False, why) for name, spec in SPECS.items()))
+    return Pieces(*(Piece(exercise, exercise.course, False, why) for exercise in PIECES.values()))
 
 
 # --- Keeping a piece ----------------------------------------------------------------------------
@@ -217,7 +190,7 @@ def source_of(name: str, fn: Callable) -> str:
     """The student's function as source, named as its exercise names it, below what it needs
     from the notebook (transformer_lab/needs.py)."""
     source = textwrap.dedent(inspect.getsource(fn)).strip("\n")
-    function = SPECS[name].function
+    function = PIECES[name].function
     if fn.__name__ != function:
         source += f"\n\n\n{function} = {fn.__name__}"
     above = needed(fn).source()
@@ -226,9 +199,9 @@ def source_of(name: str, fn: Callable) -> str:
 
 def write_module(path: Path, sections: dict[str, str]) -> None:
     parts = [HEADER]
-    for name, spec in SPECS.items():  # in the order the notebooks write them
+    for name, exercise in PIECES.items():  # in the order the notebooks write them
         if name in sections:
-            parts.append(f"\n# --- {name}, from notebook {spec.notebook} ---\n{sections[name]}\n")
+            parts.append(f"\n# --- {name}, from notebook {exercise.number} ---\n{sections[name]}\n")
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(parts))
 
@@ -236,7 +209,7 @@ def write_module(path: Path, sections: dict[str, str]) -> None:
 def keep(name: str, fn: Callable, use_drive: bool | None = None) -> str:
     """Copy the student's function, with what it needs, into their module; sentences that say
     where, or why not, and which names it reads could not come with it."""
-    spec = SPECS[name]
+    exercise = PIECES[name]
     try:
         source, missing = source_of(name, fn), needed(fn).missing
     except (OSError, TypeError) as err:  # defined where Python keeps no source
@@ -246,7 +219,7 @@ def keep(name: str, fn: Callable, use_drive: bool | None = None) -> str:
     sections = _sections(path.read_text()) if path.is_file() else {}
     sections[name] = source
     write_module(path, sections)
-    said = f"Kept your {spec.function} in {where}"
+    said = f"Kept your {exercise.function} in {where}"
     if why_not in (None, OFF_COLAB):
         said += ": the later notebooks build the model from it."
     else:
@@ -255,7 +228,7 @@ def keep(name: str, fn: Callable, use_drive: bool | None = None) -> str:
             "machine of its own, will use the course's instead."
         )
     return said + "".join(
-        f"\n{name!r} did not come with it: {why}. Define it inside {spec.function}, or in this "
+        f"\n{name!r} did not come with it: {why}. Define it inside {exercise.function}, or in this "
         "notebook as a def, a constant or an import, then run this checkpoint again."
         for name, why in missing.items()
     )
@@ -289,9 +262,9 @@ def _imported(name: str, text: str, where: str) -> Callable:
     module.__file__ = where
     exec(compile(HEADER, where, "exec"), module.__dict__)
     exec(compile("\n" * first + source + "\n", where, "exec"), module.__dict__)
-    fn = module.__dict__.get(SPECS[name].function)
+    fn = module.__dict__.get(PIECES[name].function)
     if not callable(fn):
-        raise NameError(f"it defines no function {SPECS[name].function}")
+        raise NameError(f"it defines no function {PIECES[name].function}")
     return fn
 
 
@@ -302,19 +275,21 @@ def load(use_drive: bool | None = None) -> Pieces:
     text = path.read_text() if path is not None else ""
     sections = _sections(text)
     pieces = []
-    for name, spec in SPECS.items():
-        course = Piece(spec, COURSE[name], False, "")
+    for name, exercise in PIECES.items():
+        course = Piece(exercise, exercise.course, False, "")
         if name not in sections:
-            found = f"{where} holds no {spec.function}" if path else not_found
-            why = f"no notebook {spec.notebook} of yours was found {found}"
+            found = f"{where} holds no {exercise.function}" if path else not_found
+            why = f"no notebook {exercise.number} of yours was found {found}"
             if path:
-                why = f"no notebook {spec.notebook} of yours was found: {found}"
+                why = f"no notebook {exercise.number} of yours was found: {found}"
             pieces.append(course.instead(why))
             continue
         try:
             fn = _imported(name, text, str(path))
         except Exception as err:  # the student's source: anything can fail
-            why = f"your {spec.function} in {where} does not import ({type(err).__name__}: {err})"
+            why = (
+                f"your {exercise.function} in {where} does not import ({type(err).__name__}: {err})"
+            )
             pieces.append(course.instead(why))
             continue
         pieces.append(replace(course, fn=fn, yours=True, why=f"kept in {where}"))

@@ -13,7 +13,7 @@ import math
 import statistics
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields, replace
 
 import torch
 import torch.nn as nn
@@ -30,14 +30,6 @@ T_DEFAULT = 128
 DEFAULT_LR = {"gpt": 4e-3, "lstm": 3.2e-2}
 # Lab 3's own LSTM run, recorded beside the retrained LSTM: Adam at a constant rate, batch 64,
 # 2,000 steps, the forget-gate bias set to 1.
-LAB3_RECIPE = {
-    "optimizer": "adam",
-    "schedule": "constant",
-    "lr": 2e-3,
-    "batch_size": 64,
-    "steps": 2000,
-    "forget_gate_bias": 1.0,
-}
 VAL_SEED = 1234  # the validation windows: the same at every estimate of every run
 # Adam's (beta1, beta2). AdamW's beta2 is 0.99, not PyTorch's 0.999 (nanoGPT's choice for
 # character-level Shakespeare): the second-moment average then spans about 100 steps instead of
@@ -56,9 +48,11 @@ def training_summary(recipe: dict) -> str:
 
 @dataclass(frozen=True)
 class Recipe:
-    """How a run trains: every setting the training loop reads, in one object. `train_lm` builds
-    it from its arguments, reads each setting from it, and keeps it in the history, so the record
-    of a run says how it was trained (data/baselines.schema.json, `recipe`)."""
+    """How a run trains: every setting the training loop reads, in one object, handed to
+    `train_lm`. The loop completes it with what the model and the device decide (the dropout
+    rate, the precision), reads each setting from it and keeps it in the history, so the record
+    of a run says how it was trained (data/baselines.schema.json, `recipe`). `Recipe.of(budget,
+    lr=...)` is the course's recipe at a budget; Lab 3's is LAB3_RECIPE."""
 
     optimizer: str  # "adamw" (decay on matrices and embeddings) or "adam" (no decay)
     lr: float  # the peak learning rate
@@ -68,27 +62,30 @@ class Recipe:
     warmup_steps: int  # 0 for a constant rate
     final_lr_ratio: float | None  # the decay's last rate over the peak; None for a constant rate
     grad_clip: float | None  # the gradients' largest global norm; None: not clipped
-    dropout: float  # the model's dropout rate while training
+    dropout: float | None  # the model's dropout rate while training (None: read from the model)
     batch_size: int
     steps: int
     T: int  # characters of context a window holds
-    precision: str  # "fp32", "bf16" or "fp16"
+    precision: str | None  # "fp32", "bf16" or "fp16" (None: the device's, `precision_for`)
+    # The budget it was made for: its name and validation cadence. Not recorded.
+    budget: Budget | None = field(default=None, compare=False, repr=False)
 
     @classmethod
     def of(
         cls,
-        model: nn.Module,
         budget: Budget,
         *,
         lr: float,
-        T: int,
-        optimizer: str,
-        schedule: str,
-        weight_decay: float,
-        warmup: int | None,
-        grad_clip: float | None,
-        precision: Precision,
+        T: int = T_DEFAULT,
+        optimizer: str = "adamw",
+        schedule: str = "cosine",
+        weight_decay: float = 0.1,
+        warmup: int | None = None,
+        grad_clip: float | None = 1.0,
+        precision: str | None = None,
     ) -> Recipe:
+        """The recipe of a run at `budget`: AdamW with a linear warm-up over a twentieth of the
+        steps, cosine decay and clipping at 1.0, unless told otherwise."""
         if optimizer not in BETAS:
             raise ValueError(f"optimizer must be 'adamw' or 'adam', got {optimizer!r}")
         if schedule not in ("cosine", "constant"):
@@ -103,12 +100,20 @@ class Recipe:
             warmup_steps=(budget.steps // 20 if warmup is None else warmup) if cosine else 0,
             final_lr_ratio=FINAL_LR_RATIO if cosine else None,
             grad_clip=grad_clip,
-            dropout=max((m.p for m in model.modules() if isinstance(m, nn.Dropout)), default=0.0),
+            dropout=None,
             batch_size=budget.batch_size,
             steps=budget.steps,
             T=T,
-            precision=precision.name,
+            precision=precision,
+            budget=budget,
         )
+
+    def on(self, model: nn.Module, device) -> Recipe:
+        """This recipe as it runs `model` on `device`: its dropout rate, the device's precision
+        (where the recipe names none)."""
+        dropout = max((m.p for m in model.modules() if isinstance(m, nn.Dropout)), default=0.0)
+        precision = self.precision or precision_for(device).name
+        return replace(self, dropout=dropout, precision=precision)
 
     def lr_at(self, step: int) -> float:
         if self.schedule == "constant":
@@ -119,11 +124,21 @@ class Recipe:
         return training_summary(self.as_dict())
 
     def as_dict(self) -> dict:
-        return asdict(self) | {"betas": list(self.betas)}
+        """What a run's record keeps: every setting, not the budget it was made for."""
+        recorded = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "budget"}
+        return recorded | {"betas": list(self.betas)}
 
     @classmethod
     def from_dict(cls, recorded: dict) -> Recipe:
         return cls(**(recorded | {"betas": tuple(recorded["betas"])}))
+
+
+# Lab 3's own LSTM run, recorded beside the retrained LSTM: Adam at a constant rate, batch 64,
+# 2,000 steps, a validation estimate every 500, the forget-gate bias set to 1.
+LAB3_RECIPE = Recipe.of(
+    Budget("lab3", 64, 2000, 500, 20), lr=2e-3, optimizer="adam", schedule="constant"
+)
+LAB3_FORGET_GATE_BIAS = 1.0
 
 
 @dataclass
@@ -256,37 +271,30 @@ def _set_rng_state(device: torch.device, state) -> None:
 def train_lm(
     model: nn.Module,
     corpus: Corpus,
-    budget: Budget,
+    recipe: Recipe,
     *,
-    lr: float,
     seed: int = 0,
-    T: int = T_DEFAULT,
-    optimizer: str = "adamw",
-    schedule: str = "cosine",
-    weight_decay: float = 0.1,
-    warmup: int | None = None,
-    grad_clip: float | None = 1.0,
-    precision: Precision | None = None,
     log_every: int | None = None,
     progress: bool = True,
     desc: str = "training",
     compile: bool = False,
 ) -> TrainHistory:
-    """Train `model` (MiniGPT or CharLSTM) on the training split, on the corpus's device.
+    """Train `model` (MiniGPT or CharLSTM) on the training split, on the corpus's device, as
+    `recipe` says (made with `Recipe.of(budget, lr=...)`: its budget sets the validation cadence).
 
-    schedule: "cosine" (linear warm-up, cosine decay; the GPT's loop) or "constant"; warmup:
-    steps of linear warm-up (None: a twentieth of the steps). compile: run the training steps
-    through torch.compile(model); where compiling fails (no compiler, an unsupported platform)
-    or the model runs a plugged-in attention, mask or embedding (`plugged_in`), print a one-line
-    reason and train eagerly. Validation always runs eagerly. `history.compiled` says which ran.
-    The batches: `run_windows`. Returns the history: the `Recipe` the loop read, training loss
-    every `log_every` steps, validation loss every `budget.eval_every` steps and at the end.
+    compile: run the training steps through torch.compile(model); where compiling fails (no
+    compiler, an unsupported platform) or the model runs a plugged-in attention, mask or
+    embedding (`plugged_in`), print a one-line reason and train eagerly. Validation always runs
+    eagerly. `history.compiled` says which ran. The batches: `run_windows`. Returns the history:
+    the `Recipe` the loop read, training loss every `log_every` steps, validation loss every
+    `budget.eval_every` steps and at the end.
     """
+    budget = recipe.budget
+    if budget is None:
+        raise ValueError("a recorded recipe cannot train: make one with Recipe.of(budget, lr=...)")
     device = corpus.device
-    precision = precision or precision_for(device)
-    settings = dict(lr=lr, T=T, optimizer=optimizer, schedule=schedule, warmup=warmup)
-    settings |= dict(weight_decay=weight_decay, grad_clip=grad_clip, precision=precision)
-    recipe = Recipe.of(model, budget, **settings)
+    recipe = recipe.on(model, device)
+    precision = Precision(recipe.precision, device.type)
     log_every = log_every or max(1, min(50, budget.steps // 20))
     torch.manual_seed(seed)  # dropout
     starts, val_starts = run_windows(corpus, budget, recipe.T, seed)
@@ -412,9 +420,8 @@ def seconds_a_step(
     two steps first to warm up (a GPU's first steps pick their kernels), then the median of
     `steps`. `model` trains meanwhile: pass one made for the measurement."""
     device, T = corpus.device, T_DEFAULT
-    precision = precision_for(device)
-    settings = dict(optimizer="adamw", schedule="cosine", weight_decay=0.1, warmup=None)
-    recipe = Recipe.of(model, budget, lr=lr, T=T, grad_clip=1.0, precision=precision, **settings)
+    recipe = Recipe.of(budget, lr=lr).on(model, device)
+    precision = Precision(recipe.precision, device.type)
     model.to(device).train()
     scaler = torch.amp.GradScaler(device.type, enabled=precision.needs_scaler)
     stepper = _TrainingStep(model, model, _optimizer(model, recipe, device), scaler, precision)
@@ -449,9 +456,9 @@ def choose_lr(
     steps: int = 200,
     seed: int = 0,
     progress: bool = True,
-    **train_kwargs,
 ) -> tuple[float, dict[float, float]]:
-    """Train a fresh model for `steps` at each candidate rate; pick the lowest validation loss.
+    """Train a fresh model for `steps` at each candidate rate, with the course's recipe at the
+    budget's batch size; pick the lowest validation loss.
 
     Returns the chosen rate and the validation loss of every candidate.
     """
@@ -459,15 +466,9 @@ def choose_lr(
     losses = {}
     for lr in candidates:
         torch.manual_seed(seed)
+        recipe = Recipe.of(short, lr=lr)
         history = train_lm(
-            make_model(),
-            corpus,
-            short,
-            lr=lr,
-            seed=seed,
-            progress=progress,
-            desc=f"lr {lr:g}",
-            **train_kwargs,
+            make_model(), corpus, recipe, seed=seed, progress=progress, desc=f"lr {lr:g}"
         )
         losses[lr] = history.val_loss[-1][1]
     return min(losses, key=losses.get), losses

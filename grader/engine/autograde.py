@@ -36,7 +36,9 @@ import nbformat
 from sqlalchemy.exc import SAWarning
 from tqdm.auto import tqdm
 
-from ..course import MEMORY_GB, TRAINING_NOTEBOOK, GradingError, Layout
+from transformer_lab.catalogue import TRAINING_NOTEBOOK
+
+from ..course import MEMORY_GB, GradingError, Layout
 from ..course import cell_timeout as default_cell_timeout
 from ..ctrl_c import ctrl_c_waits
 from ..outcome import SCORED, Outcome, Status
@@ -59,7 +61,7 @@ def submissions(layout: Layout, students=None, notebooks=None) -> list[tuple[str
             continue
         if notebooks and assignment not in notebooks:
             continue
-        found.append((student, assignment, folder / f"{assignment}.ipynb"))
+        found.append((student, assignment, layout.notebook("submitted", assignment, student)))
     return found
 
 

@@ -14,11 +14,12 @@ autograde grades a submission again when one of these changed, and only then.
                          files; the recorded figures (results) are only shown, never checked
 
 Not in it, so editing them regrades no one: the term (grader/term/: rosters, due dates,
-reports, grade sheets); review.py, whose flags never change a score and are computed again for
-every submission at every run, kept or regraded; grader/nbgrader_config.py, which names the
-term's plugins and the feedback's preprocessors, while what of it grading reads is keyed where
-it takes effect (the stubs in the release, the cell timeout in the run's settings); and
-baselines.json for a notebook that only shows its numbers.
+reports, grade sheets, nbgrader's release, feedback and export); review.py, whose flags never
+change a score and are computed again for every submission at every run, kept or regraded;
+grader/nbgrader_config.py, which names the term's plugins and the feedback's preprocessors,
+while what of it grading reads is keyed where it takes effect (the stubs in the release, the
+cell timeout in the run's settings); and baselines.json for a notebook that only shows its
+numbers.
 """
 
 from __future__ import annotations

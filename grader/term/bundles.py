@@ -26,9 +26,9 @@ import html
 import zipfile
 from pathlib import Path, PurePosixPath
 
-from ..course import Layout
 from ..outcome import Status
-from . import collected, deadlines, hand_grading
+from . import collected, hand_grading
+from .course_open import Course
 from .roster import lms_name
 from .scores import load_outcomes
 
@@ -58,7 +58,7 @@ date has passed.</p>
 
 def page_name(store: collected.Store, student: str, name: str) -> str:
     """The page's name in the zip: the graded file's, where it came from Canvas or Moodle."""
-    path = collected.submitted_folder(store.course, student, name) / f"{name}.ipynb"
+    path = store.course.layout.notebook("submitted", name, student)
     kept = None
     if path.is_file():
         kept = store.known(student, name, collected.sha256(path.read_bytes()))
@@ -72,10 +72,10 @@ def page_name(store: collected.Store, student: str, name: str) -> str:
     return f"{student}_{name}.html"
 
 
-def not_graded_page(course: Path, outcome) -> Path:
+def not_graded_page(course: Course, outcome) -> Path:
     """The page of a notebook autograde could not grade, in feedback/ where its feedback goes."""
     name = outcome.assignment
-    page = Layout.of(course).notebook("feedback", name, outcome.student)
+    page = course.layout.notebook("feedback", name, outcome.student)
     page.parent.mkdir(parents=True, exist_ok=True)
     reason = html.escape(outcome.reason or outcome.status)
     what = html.escape(WHAT_TO_DO[outcome.status])
@@ -83,11 +83,11 @@ def not_graded_page(course: Path, outcome) -> Path:
     return page
 
 
-def bundle_feedback(course: Path, pending: dict | None = None, partial: bool = False) -> list[Path]:
+def bundle_feedback(course: Course, pending: dict, partial: bool = False) -> list[Path]:
     """One zip per assigned notebook with feedback; returns their paths. `pending`: the written
-    answers still to grade by hand (hand_grading.waiting; read here when None)."""
-    course = Path(course)
-    folder = Layout.of(course).report("feedback_bundles")
+    answers still to grade by hand (hand_grading.waiting)."""
+    layout = course.layout
+    folder = layout.report("feedback_bundles")
     folder.mkdir(parents=True, exist_ok=True)
     for old in folder.glob("*.zip"):  # a notebook whose feedback is gone keeps no stale zip
         old.unlink()
@@ -96,21 +96,19 @@ def bundle_feedback(course: Path, pending: dict | None = None, partial: bool = F
         if outcome.status in WHAT_TO_DO:
             not_graded.add((outcome.student, outcome.assignment))
             not_graded_page(course, outcome)
-    if pending is None:
-        pending = hand_grading.waiting(course, deadlines.assigned(course))
     for (student, name), ids in pending.items():
-        page = Layout.of(course).notebook("feedback", name, student)
+        page = layout.notebook("feedback", name, student)
         if page.is_file() and (student, name) not in not_graded:
             hand_grading.mark_page(page, name, ids, partial)
     store, written = collected.Store(course), []
-    for name in deadlines.assigned(course):
-        pages = [p for _, n, p in Layout.of(course).students_notebooks("feedback") if n == name]
+    for name in course.term.assigned:
+        pages = [p for _, n, p in layout.students_notebooks("feedback") if n == name]
         if not pages:
             continue
-        target = folder / f"{name}.zip"
+        target = layout.report("feedback_bundles", f"{name}.zip")
         with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as archive:
             for page in pages:
-                whose, _ = Layout.of(course).whose(page)
+                whose, _ = layout.whose(page)
                 archive.write(page, arcname=page_name(store, whose, name))
         written.append(target)
     return written

@@ -30,10 +30,10 @@ import nbformat
 
 from checkpoints import results
 
-from ..course import Layout
 from .copies import pairs_report
-from .deadlines import assigned
+from .course_open import Course
 from .names import namer
+from .nbgrader_apps import gradebook
 
 PASSED = "passed"
 TOP = 5  # mistakes per exercise in the figure
@@ -76,29 +76,27 @@ def outcome(cell) -> tuple[str, str]:
     return f"other.{errors[0].ename}", errors[0].evalue.strip()
 
 
-def _scores(course: Path) -> dict[tuple[str, str, str], tuple[float, float]]:
-    """(student, assignment, grade_id) -> (score, max) from the gradebook."""
-    from nbgrader.api import Gradebook
-
+def _scores(gb) -> dict[tuple[str, str, str], tuple[float, float]]:
+    """(student, assignment, grade_id) -> (score, max) from the gradebook; {} without one."""
     found = {}
-    with Gradebook(Layout.of(course).db_url) as gb:
-        for assignment in gb.assignments:
-            for submission in gb.assignment_submissions(assignment.name):
-                for notebook in submission.notebooks:
-                    for grade in notebook.grades:
-                        key = (submission.student_id, assignment.name, grade.name)
-                        found[key] = (grade.score, grade.max_score)
+    for assignment in gb.assignments if gb is not None else []:
+        for submission in gb.assignment_submissions(assignment.name):
+            for notebook in submission.notebooks:
+                for grade in notebook.grades:
+                    key = (submission.student_id, assignment.name, grade.name)
+                    found[key] = (grade.score, grade.max_score)
     return found
 
 
-def read_checks(course: Path) -> tuple[list[Check], dict[str, str]]:
-    """Every graded check of every autograded notebook, and an example message per outcome."""
-    course = Path(course)
-    layout = Layout(course)
-    scores = _scores(course) if layout.gradebook.is_file() else {}
+def read_checks(course: Course, gb) -> tuple[list[Check], dict[str, str]]:
+    """Every graded check of every autograded notebook, and an example message per outcome;
+    scores from `gb`, the command's gradebook session (None where the course has none)."""
+    layout = course.layout
+    scores = _scores(gb)
     checks: dict[tuple[str, str], Check] = {}
     messages: dict[str, str] = {}
-    counted = assigned(course)
+    layout.assignments()  # nothing released: say so, and what to run
+    counted = course.term.assigned
     for student, assignment, path in layout.students_notebooks("autograded"):
         if assignment not in counted:
             continue
@@ -178,7 +176,7 @@ def write_csv(checks: list[Check], path: Path) -> None:
                 out.writerow([c.assignment, c.grade_id, result, count, len(c.outcomes)])
 
 
-def figures(checks: list[Check], folder: Path) -> list[Path]:
+def figures(course: Course, checks: list[Check]) -> list[Path]:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -192,7 +190,7 @@ def figures(checks: list[Check], folder: Path) -> list[Path]:
     ax.set_xlabel("share of students whose check passed")
     ax.set_title("Pass rate per check")
     fig.tight_layout()
-    pass_rate = folder / "class_pass_rate.png"
+    pass_rate = course.layout.report("class_pass_rate.png")
     fig.savefig(pass_rate, dpi=120)
     plt.close(fig)
 
@@ -211,7 +209,7 @@ def figures(checks: list[Check], folder: Path) -> list[Path]:
         axes[0].set_axis_off()
     fig.suptitle("Most frequent mistakes (students)")
     fig.tight_layout()
-    mistakes = folder / "class_mistakes.png"
+    mistakes = course.layout.report("class_mistakes.png")
     fig.savefig(mistakes, dpi=120)
     plt.close(fig)
     return [pass_rate, mistakes]
@@ -220,18 +218,19 @@ def figures(checks: list[Check], folder: Path) -> list[Path]:
 NAMED = "class_names.md"  # the report with names, beside the one for class, never over it
 
 
-def class_report(course: Path, names: bool = False) -> list[Path]:
+def class_report(course: Course, names: bool = False) -> list[Path]:
     """Write reports/class.md, class.csv and the two figures (and, with `names`, class_names.md);
     return their paths."""
-    checks, messages = read_checks(course)
-    folder = Layout.of(course).step("reports")
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "class.md").write_text(markdown(checks, messages), encoding="utf-8")
-    named = []
+    with gradebook(course) as gb:
+        checks, messages = read_checks(course, gb)
+        who = namer(course, gb) if names else None
+    report = course.layout.report
+    report("class.md").parent.mkdir(parents=True, exist_ok=True)
+    report("class.md").write_text(markdown(checks, messages), encoding="utf-8")
+    named = [report(NAMED)] if names else []
     if names:
-        named = [folder / NAMED]
-        named[0].write_text(markdown(checks, messages, namer(course)), encoding="utf-8")
-    write_csv(checks, folder / "class.csv")
-    pictures = figures(checks, folder)
+        report(NAMED).write_text(markdown(checks, messages, who), encoding="utf-8")
+    write_csv(checks, report("class.csv"))
+    pictures = figures(course, checks)
     # The copies report names students (for the instructor): reports/copies.md, copies/*.html.
-    return [folder / "class.md", *named, folder / "class.csv", *pictures, *pairs_report(course)]
+    return [report("class.md"), *named, report("class.csv"), *pictures, *pairs_report(course)]

@@ -20,7 +20,7 @@ Canvas's and Moodle's download names are taken apart, and a pattern of the cours
 roster (roster.py) a file goes only to a student on it. A hand-in time is taken only from a
 source that records it, and goes to submitted/STUDENT/NN_topic/timestamp.txt, where nbgrader's
 late penalty reads it: the time the instructor gives (--submitted-at), else the LMS's own
-submission times (--times, lms_times.py), else the time the name carries (the pattern's `time`
+submission times (--times, canvas.py), else the time the name carries (the pattern's `time`
 group), else, where course.toml says the course's downloads are stamped ([collect] stamped =
 true), the zip entry's or the file's. Canvas and Moodle never stamp theirs: Canvas's entries all
 carry the moment its zip was built, Moodle's the moment its file pool first stored the bytes
@@ -36,16 +36,17 @@ import struct
 import time
 import zipfile
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from enum import StrEnum
 from pathlib import Path, PurePosixPath
 
-from ..course import GradingError, Layout
+from ..course import GradingError
 from ..engine import preflight
-from . import collected, deadlines, lms_times, term_log
+from . import canvas, collected, term_log
 from .collected import ATTACHMENT, GIVEN, NO_TIME, Kept, Store
+from .course_open import Course
 from .roster import Named, Roster, lms_name
-from .settings import compile_pattern, term
+from .settings import aware, compile_pattern
 
 # Only the forms Colab, Drive and Windows give copies: "Copy of X", "X (1)", "X - Copy"; an id
 # such as "ann-copy" is left whole.
@@ -134,7 +135,7 @@ def _zip_time(info: zipfile.ZipInfo, zone=None) -> float:
     unix = _unix_time(info.extra)
     if unix is not None:
         return unix
-    return deadlines.aware(datetime(*info.date_time), zone).timestamp()
+    return aware(datetime(*info.date_time), zone).timestamp()
 
 
 def _zip_members(archive: zipfile.ZipFile, prefix: PurePosixPath, zone=None):
@@ -204,19 +205,13 @@ class Naming:
     zone: object = None  # of times without one; None: this machine's
     student: str | None = None  # whose every file is, where the instructor says (--student)
     stamped: bool = False  # course.toml's [collect] stamped: a file's own time is its hand-in
-    times: lms_times.Times | None = None  # the LMS's submission times (--times)
+    times: canvas.Times | None = None  # the LMS's submission times (--times)
 
     @classmethod
-    def of(cls, course: Path, pattern: str | None = None) -> Naming:
-        settings = term(course)
-        compiled = compile_pattern(pattern) if pattern else settings.collect_pattern
-        return cls(
-            Roster.of(course),
-            compiled,
-            settings.time_format,
-            settings.zone,
-            stamped=settings.stamped,
-        )
+    def of(cls, course: Course, pattern: str | None = None) -> Naming:
+        term = course.term
+        compiled = compile_pattern(pattern) if pattern else term.collect_pattern
+        return cls(Roster.of(course), compiled, term.time_format, term.zone, stamped=term.stamped)
 
     def named(self, path: PurePosixPath) -> Named | None:
         """Who the path's name says handed it in, and what of it names the notebook; None for
@@ -250,7 +245,7 @@ class Naming:
                 f"the time {text!r} in a file name does not read as "
                 f"{self.time_format or 'ISO 8601'} ([collect] time_format in course.toml)"
             ) from None
-        return deadlines.aware(moment, self.zone).timestamp()
+        return aware(moment, self.zone).timestamp()
 
 
 def _group(hit: re.Match, name: str) -> str:
@@ -322,7 +317,7 @@ def identify(files, names: list[str], releases: dict, naming: Naming | None = No
         if naming.times is not None and item.lms_user and assignment:
             when = naming.times.of(item.lms_user, assignment, item.order)
             if when is not None:
-                item.submitted_at, item.time_from = when, lms_times.TIME_FROM
+                item.submitted_at, item.time_from = when, canvas.TIME_FROM
     return found
 
 
@@ -333,8 +328,8 @@ class Batch(list):
 
 
 def collect(
+    course: Course,
     submissions: Path,
-    course: Path,
     pattern: str | None = None,
     student: str | None = None,
     submitted_at: str | None = None,
@@ -345,14 +340,13 @@ def collect(
     happened to reports/collect.md and the term's log. `student` and `submitted_at` (ISO 8601,
     in the course's zone unless it carries an offset) are the instructor's word for every file
     of this batch: an emailed notebook. `times` is the LMS's own record of when each was handed
-    in (lms_times.py: Canvas's submissions API as CSV)."""
-    course, submissions = Path(course), Path(submissions)
-    layout = Layout.of(course)
-    names = layout.assignments()
-    releases = {name: layout.release_notebook(name) for name in names}
+    in (canvas.py: Canvas's submissions API as CSV)."""
+    submissions = Path(submissions)
+    names = course.layout.assignments()
+    releases = {name: course.layout.release_notebook(name) for name in names}
     naming = Naming.of(course, pattern)
     naming.student = student and _on_roster(student, naming.roster)
-    naming.times = times and lms_times.read(Path(times), course, names)
+    naming.times = times and canvas.read_times(course, Path(times), names)
     given = submitted_at and given_time(submitted_at, naming.zone)
     found = Batch(identify(_files(submissions, naming.zone), names, releases, naming))
     if given:
@@ -387,7 +381,7 @@ def given_time(text: str, zone=None) -> float:
             f"--submitted-at {text!r} is not a date and time in ISO 8601 (2027-01-15T14:00, "
             "in the course's zone, or with an offset: 2027-01-15T14:00+01:00)"
         ) from None
-    return deadlines.aware(moment, zone).timestamp()
+    return aware(moment, zone).timestamp()
 
 
 def _keep(found: list[Found], store: Store, batch: str, broken) -> None:
@@ -436,7 +430,7 @@ def _again(old: Kept, store: Store) -> str:
     chosen, _ = store.choice(old.student, old.assignment)
     if chosen.sha256 == old.sha256:
         return note
-    when = collected.handed_in(chosen, deadlines.course_timezone(store.course))
+    when = collected.handed_in(chosen, store.course.term.zone)
     return f"{note}; {chosen.short}, handed in {when}, counts"
 
 
@@ -444,7 +438,7 @@ def _verdict(item: Found, store: Store, before: dict, batch_files: dict) -> tupl
     """Whether a new file counts now, and why (not)."""
     chosen, why = store.choice(item.student, item.assignment)
     kept = store.known(item.student, item.assignment, item.sha256)
-    zone = deadlines.course_timezone(store.course)
+    zone = store.course.term.zone
     if chosen.sha256 == item.sha256:
         status = FileStatus.COUNTS
         if kept.broken:  # nothing better: it stands, so that autograde quarantines it, seen
@@ -472,7 +466,7 @@ def _verdict(item: Found, store: Store, before: dict, batch_files: dict) -> tupl
     return FileStatus.REFUSED, f"refused: older than the file that counts, {stays}"
 
 
-def missing(course: Path) -> dict[str, list[str]]:
+def missing(course: Course) -> dict[str, list[str]]:
     """Who on the roster handed in nothing, in any collect so far: per notebook anyone handed
     in, and under "" those with no notebook at all. {} without a roster."""
     roster = Roster.of(course)
@@ -486,29 +480,28 @@ def missing(course: Path) -> dict[str, list[str]]:
     return out
 
 
-def _handed_in(item: Found, course: Path, zone) -> str:
+def _handed_in(item: Found, course: Course) -> str:
     if item.status == FileStatus.SKIPPED:
         return ""
+    zone = course.term.zone
     text = collected.handed_in(item, zone)
-    due = deadlines.due_date(course, item.assignment)
+    due = course.term.due_for(item.student, item.assignment)
     if due is None or item.status != FileStatus.COUNTS or item.submitted_at is None:
         return text
-    due += deadlines.extension(course, item.student, item.assignment) or timedelta()
     if item.submitted_at <= due.timestamp():
         return text
-    late = deadlines.describe(item.submitted_at - due.timestamp())
+    late = term_log.describe(item.submitted_at - due.timestamp())
     return f"{text}, {late} late (due {term_log.shown(due, zone)})"
 
 
-def collect_table(found: list[Found], course: Path, absent: dict[str, list[str]]) -> str:
+def collect_table(found: list[Found], course: Course, absent: dict[str, list[str]]) -> str:
     """The full table of one collect, and who handed in nothing."""
-    zone = deadlines.course_timezone(course)
     lines = ["| file | student | notebook | handed in | kept as | status | note |"]
     lines.append("|---|---|---|---|---|---|---|")
     for item in sorted(found, key=lambda f: (f.student or "~", f.assignment or "", f.source)):
         lines.append(
             f"| {item.source} | {item.student or '–'} | {item.assignment or '–'} "
-            f"| {_handed_in(item, course, zone)} | {item.sha256[:12]} | {item.status} "
+            f"| {_handed_in(item, course)} | {item.sha256[:12]} | {item.status} "
             f"| {item.note} |"
         )
     if absent:
@@ -581,20 +574,20 @@ def summary(found: list[Found], adopted: list[Kept], changed: list, zone=None) -
     return "\n".join(lines)
 
 
-def write_collect_table(course: Path, batch: Path, found: list[Found], adopted, changed) -> str:
+def write_collect_table(course: Course, batch: Path, found: list[Found], adopted, changed) -> str:
     """reports/collect.md (this collect) and a section of the term's log; the terminal's text."""
     absent = missing(course)
-    short = summary(found, adopted, changed, deadlines.course_timezone(course))
+    short = summary(found, adopted, changed, course.term.zone)
     if absent:
         nobody = absent[""]
         names = ", ".join(nobody[:SHOWN]) + (", ..." if len(nobody) > SHOWN else "")
         short += f"\non the roster, nothing handed in at all: {len(nobody)}"
         short += f" ({names})" if nobody else ""
     body = f"{short}\n\n{collect_table(found, course, absent)}"
-    reports = Layout.of(course).step("reports")
-    reports.mkdir(parents=True, exist_ok=True)
-    now = term_log.shown(datetime.now().astimezone(), deadlines.course_timezone(course))
-    (reports / "collect.md").write_text(f"# collect {batch}, {now}\n\n{body}", encoding="utf-8")
+    table = course.layout.report("collect.md")
+    table.parent.mkdir(parents=True, exist_ok=True)
+    now = term_log.shown(datetime.now().astimezone(), course.term.zone)
+    table.write_text(f"# collect {batch}, {now}\n\n{body}", encoding="utf-8")
     log = term_log.append(course, f"collect {batch}", body)
-    where = f"the full table: {reports / 'collect.md'}; the term's log: {log}"
+    where = f"the full table: {table}; the term's log: {log}"
     return f"collect {batch.name}: {short}\n{where}"

@@ -34,12 +34,11 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ..course import GradingError, Layout
+from ..course import GradingError
 from ..engine import preflight
 from . import deadlines, term_log
+from .course_open import Course
 
-FOLDER = "collected"
-INDEX = "index.jsonl"
 # Times the instructor set, which replace any time a name, zip entry or file gave: collect's
 # --submitted-at, and a file or timestamp.txt found in submitted/ that collect did not write.
 GIVEN, IN_SUBMITTED = "given", "submitted/"
@@ -91,12 +90,11 @@ class Kept:
 class Store:
     """COURSE/collected/, read: every kept file per (student, notebook), and the pins."""
 
-    def __init__(self, course: Path):
-        self.course = Path(course)
-        self.folder = Layout.of(self.course).step(FOLDER)
+    def __init__(self, course: Course):
+        self.course = course
         self.files: dict[tuple[str, str], dict[str, Kept]] = {}
         self.pins: dict[tuple[str, str], str] = {}
-        index = self.folder / INDEX
+        index = course.layout.collected_index
         lines = index.read_text(encoding="utf-8").splitlines() if index.is_file() else []
         for n, line in enumerate(lines, start=1):
             try:
@@ -127,8 +125,9 @@ class Store:
                 setattr(old, name, value)
 
     def _append(self, event: dict) -> None:
-        self.folder.mkdir(parents=True, exist_ok=True)
-        with (self.folder / INDEX).open("a", encoding="utf-8") as index:
+        path = self.course.layout.collected_index
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("a", encoding="utf-8") as index:
             index.write(json.dumps(event) + "\n")
         self._apply(event)
 
@@ -139,8 +138,8 @@ class Store:
 
     def add(self, raw: bytes, item: Kept) -> None:
         """Keep a file (once per content) and record this arrival of it."""
-        self.folder.mkdir(parents=True, exist_ok=True)
-        blob = self.folder / f"{item.sha256}.ipynb"
+        blob = self.course.layout.kept(item.sha256)
+        blob.parent.mkdir(parents=True, exist_ok=True)
         if not blob.is_file():
             blob.write_bytes(raw)
         event = asdict(item)
@@ -180,7 +179,7 @@ class Store:
         return sorted(self.files)
 
     def blob(self, kept: Kept) -> Path:
-        return self.folder / f"{kept.sha256}.ipynb"
+        return self.course.layout.kept(kept.sha256)
 
 
 def newest(kept: list[Kept]) -> Kept:
@@ -230,21 +229,17 @@ def handed_in(kept, zone) -> str:
     return f"at a time not recorded{mark}"
 
 
-def lms_late(course: Path, student: str, assignment: str) -> bool | None:
+def lms_late(course: Course, student: str, assignment: str) -> bool | None:
     """The LMS's late mark of the file that counts (Canvas's LATE); None where it gives none."""
     store = Store(course)
     chosen = store.choice(student, assignment) if (student, assignment) in store.files else None
     return chosen[0].lms_late if chosen else None
 
 
-def submitted_folder(course: Path, student: str, assignment: str) -> Path:
-    return Layout.of(course).folder("submitted", assignment, student)
-
-
-def _in_submitted(course: Path) -> list[tuple[str, str, Path]]:
+def _in_submitted(course: Course) -> list[tuple[str, str, Path]]:
     """(student, notebook, path) of each released notebook in submitted/, as autograde sees it."""
-    names = set(Layout.of(course).assignments())
-    found = Layout.of(course).students_notebooks("submitted")
+    names = set(course.layout.assignments())
+    found = course.layout.students_notebooks("submitted")
     return [(student, name, path) for student, name, path in found if name in names]
 
 
@@ -256,12 +251,12 @@ def adopt(store: Store, check) -> list[Kept]:
     for student, assignment, path in _in_submitted(store.course):
         raw = path.read_bytes()
         digest = sha256(raw)
-        stamp = deadlines.read_timestamp(path.parent)
+        stamp = deadlines.read_timestamp(store.course, student, assignment)
         when = stamp.replace(tzinfo=UTC).timestamp() if stamp else None
         known = store.known(student, assignment, digest)
         if known is not None and (stamp is None or _same(known.submitted_at, when)):
             continue
-        source = path.relative_to(store.course).as_posix()
+        source = path.relative_to(store.course.layout.root).as_posix()
         item = Kept(
             digest,
             student,
@@ -284,19 +279,20 @@ def materialize(store: Store) -> list[tuple[Kept, str | None]]:
     changed = []
     for student, assignment in store.pairs():
         chosen, _ = store.choice(student, assignment)
-        folder = submitted_folder(store.course, student, assignment)
-        notebook = folder / f"{assignment}.ipynb"
+        course = store.course
+        notebook = course.layout.notebook("submitted", assignment, student)
         there = sha256(notebook.read_bytes()) if notebook.is_file() else None
-        stamp = deadlines.read_timestamp(folder) if there else None
+        stamp = deadlines.read_timestamp(course, student, assignment) if there else None
         when = stamp.replace(tzinfo=UTC).timestamp() if stamp else None
         if there == chosen.sha256 and _same(chosen.submitted_at, when):
             continue
-        if folder.exists():
-            shutil.rmtree(folder)
-        folder.mkdir(parents=True)
+        if notebook.parent.exists():
+            shutil.rmtree(notebook.parent)
+        notebook.parent.mkdir(parents=True)
         shutil.copyfile(store.blob(chosen), notebook)
         if chosen.submitted_at is not None:  # no time recorded, no timestamp.txt: no penalty
-            deadlines.write_timestamp(folder, datetime.fromtimestamp(chosen.submitted_at, UTC))
+            moment = datetime.fromtimestamp(chosen.submitted_at, UTC)
+            deadlines.write_timestamp(course, student, assignment, moment)
         changed.append((chosen, there))
     return changed
 
@@ -326,13 +322,13 @@ def whose(store: Store, student: str, assignment: str) -> tuple[str, str]:
     raise GradingError(f"nothing of {student} / {assignment} was ever collected")
 
 
-def checker(course: Path):
+def checker(course: Course):
     """`broken(raw, assignment)`: why preflight would quarantine the file, "" if it would not."""
     releases = {}
 
     def broken(raw: bytes, assignment: str) -> str:
         if assignment not in releases:
-            releases[assignment] = Layout.of(course).release_notebook(assignment)
+            releases[assignment] = course.layout.release_notebook(assignment)
         return preflight.preflight(raw, releases[assignment]).quarantined or ""
 
     return broken
@@ -340,7 +336,7 @@ def checker(course: Path):
 
 def listing(store: Store, student: str, assignment: str) -> str:
     """Every kept file of one student's notebook, oldest first, and which counts."""
-    zone = deadlines.course_timezone(store.course)
+    zone = store.course.term.zone
     chosen, why = store.choice(student, assignment)
     lines = ["| kept as | handed in | time from | came from | collected | can be graded | counts |"]
     lines.append("|---|---|---|---|---|---|---|")
@@ -368,7 +364,7 @@ def _came_from(kept: Kept) -> str:
     return kept.source if batch == kept.source else f"{batch}: {kept.source}"
 
 
-def pin_command(course: Path, student: str, assignment: str, prefix: str | None, unpin: bool):
+def pin_command(course: Course, student: str, assignment: str, prefix: str | None, unpin: bool):
     """`collect-pin`: pin a kept file (or unpin), or list the kept files; the terminal's text."""
     store = Store(course)
     adopt(store, checker(course))
@@ -380,7 +376,7 @@ def pin_command(course: Path, student: str, assignment: str, prefix: str | None,
     )
     changed = materialize(store)
     chosen, why = store.choice(student, assignment)
-    zone = deadlines.course_timezone(course)
+    zone = course.term.zone
     said = (
         f"{student} / {assignment}: {chosen.short} counts ({why}), handed in "
         f"{handed_in(chosen, zone)}"

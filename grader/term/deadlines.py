@@ -19,32 +19,32 @@
 
 nbgrader does the arithmetic: the due date goes to the gradebook's `Assignment.duedate`, the
 extension to `SubmittedAssignment.extension`, the time collect wrote to timestamp.txt to
-`SubmittedAssignment.timestamp`, and its `AssignLatePenalties` preprocessor, with the plugin
-chosen here, writes each notebook's `late_submission_penalty`. Collect writes a timestamp.txt
+`SubmittedAssignment.timestamp`, and the plugin its `AssignLatePenalties` preprocessor runs
+(chosen here) prices each notebook's `late_submission_penalty`, between 0 and the score as the
+preprocessor keeps it, for every notebook in one gradebook session. Collect writes a timestamp.txt
 only where a source recorded the hand-in time (collect.py): a file from Canvas's zip has none,
 so nbgrader takes no penalty for it and Canvas's own late policy prices its LATE mark.
 
 The grade sheet, the Canvas file, nbgrader's export and the autograde report count the assigned
 notebooks only, each out of its release's points (extra credit out of none). Nothing handed in
-scores 0 only once the notebook is due (no due date, or the due date has passed).
+scores 0 only once the notebook is due (no due date, or the due date has passed). Those facts
+are the Term's (rules.py); here is what goes into the gradebook, in the command's one session,
+and the lateness read back from it as one table.
 """
 
 from __future__ import annotations
 
 import copy
 import math
-from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
-from pathlib import Path
+from datetime import UTC, datetime
 
 from nbgrader.plugins import LateSubmissionPlugin
 from traitlets import Float
 
-from ..course import Layout, nbgrader_config
-from .settings import aware as aware  # re-exported: collect reads its times through it
-from .settings import term
+from ..course import nbgrader_config
+from .course_open import Course
+from .rules import Late
 
-TIMESTAMP_FILE = "timestamp.txt"  # nbgrader's name, read by its own autograde too
 # nbgrader's exchange writes its timestamps in this form; parse_utc reads it back.
 TIMESTAMP_FORMAT = "%Y-%m-%d %H:%M:%S.%f %Z"
 DAY = 86400.0
@@ -63,54 +63,12 @@ class PercentPerDay(LateSubmissionPlugin):
         return score * min(1.0, days * self.percent_per_day / 100.0)
 
 
-def assigned(course: Path) -> list[str]:
-    """The notebooks that count this term, in course order: course.toml's `assigned`, else every
-    released notebook."""
-    settings = term(course)
-    if not settings.released:
-        Layout.of(course).assignments()  # says that nothing is released, and what to do
-    return list(settings.assigned)
+class Lateness(dict):
+    """(student, notebook) -> (seconds late, points taken), as the gradebook holds them after
+    autograde; (0, 0) for a notebook it holds no submission of."""
 
-
-def extra_credit(course: Path) -> list[str]:
-    """The assigned notebooks whose points add to a total but not to its maximum."""
-    return list(term(course).extra_credit)
-
-
-def is_due(course: Path, assignment: str, now: datetime | None = None) -> bool:
-    """Whether nothing handed in is a miss yet: no due date, or the due date has passed."""
-    due = due_date(course, assignment)
-    return due is None or due <= (now or datetime.now(UTC))
-
-
-@dataclass(frozen=True)
-class Counted:
-    """A notebook as every file of grades counts it."""
-
-    name: str
-    points: float  # the release's: the one maximum of this notebook everywhere
-    extra_credit: bool = False
-    due: bool = True  # nothing handed in is "missing" (0) once due, "not due" before
-
-    @property
-    def out_of(self) -> float:
-        """What it adds to the maximum of a total: nothing, for extra credit."""
-        return 0.0 if self.extra_credit else self.points
-
-
-def notebooks(course: Path, now: datetime | None = None) -> list[Counted]:
-    """The assigned notebooks, in course order, with what each adds to a total and whether it
-    is due yet."""
-    extra, points = extra_credit(course), term(course).points
-    return [
-        Counted(name, points[name], name in extra, is_due(course, name, now))
-        for name in assigned(course)
-    ]
-
-
-def course_timezone(course: Path):
-    """The zone of times that carry none; None means this machine's local zone."""
-    return term(course).zone
+    def __missing__(self, key) -> tuple[float, float]:
+        return 0.0, 0.0
 
 
 def utc_naive(moment: datetime) -> datetime:
@@ -118,49 +76,24 @@ def utc_naive(moment: datetime) -> datetime:
     return moment.astimezone(UTC).replace(tzinfo=None)
 
 
-def due_date(course: Path, assignment: str) -> datetime | None:
-    return term(course).due.get(assignment)
-
-
-def extension(course: Path, student: str, assignment: str) -> timedelta | None:
-    """Extra time for this student on this notebook: days, or a later due date. Roster ids are
-    matched case-insensitively elsewhere, so here too."""
-    return term(course).extension(student, assignment)
-
-
-def write_timestamp(folder: Path, moment: datetime) -> None:
-    (Path(folder) / TIMESTAMP_FILE).write_text(
+def write_timestamp(course: Course, student: str, assignment: str, moment: datetime) -> None:
+    course.layout.timestamp(assignment, student).write_text(
         moment.astimezone(UTC).strftime(TIMESTAMP_FORMAT) + "\n", encoding="utf-8"
     )
 
 
-def read_timestamp(folder: Path) -> datetime | None:
+def read_timestamp(course: Course, student: str, assignment: str) -> datetime | None:
     from nbgrader.utils import parse_utc
 
-    path = Path(folder) / TIMESTAMP_FILE
+    path = course.layout.timestamp(assignment, student)
     text = path.read_text(encoding="utf-8").strip() if path.is_file() else ""
     return parse_utc(text) if text else None
 
 
-def record(gb, course: Path, student: str, assignment: str) -> None:
-    """Due date, submission time and extension into the gradebook, before the scores are saved.
-    A notebook with no due date in course.toml keeps whatever the gradebook has (the formgrader
-    can set one too)."""
-    due = due_date(course, assignment)
-    if due is not None:
-        gb.update_or_create_assignment(assignment, duedate=utc_naive(due))
-    fields = {"extension": extension(course, student, assignment)}
-    stamp = read_timestamp(Layout.of(course).folder("submitted", assignment, student))
-    if stamp is not None:
-        fields["timestamp"] = stamp
-    gb.update_or_create_submission(assignment, student, **fields)
-
-
-def penalty_config(course: Path):
+def penalty_config(late: Late):
     """nbgrader_config.py's configuration with course.toml's [late] over it, for
     AssignLatePenalties: a plugin set in nbgrader_config.py still applies where [late] is absent."""
     config = copy.deepcopy(nbgrader_config())
-    late = term(course).late
     if late.penalty in ("none", "zero"):
         config.AssignLatePenalties.plugin_class = LateSubmissionPlugin
         config.LateSubmissionPlugin.penalty_method = late.penalty
@@ -170,51 +103,59 @@ def penalty_config(course: Path):
     return config
 
 
-def settle(course: Path, student: str, assignment: str, log=None) -> tuple[float, float]:
-    """Due date, time and extension into the gradebook, then nbgrader's AssignLatePenalties on
-    the scores it holds; (seconds late, points taken). Run on every autograde, graded again or
-    not, so that a changed due date, extension or policy, or a score given by hand since,
-    applies without executing anything again."""
-    import nbformat
-    from nbgrader.api import Gradebook
+def settle(course: Course, gb, handed_in: list[tuple[str, str]], log=None) -> Lateness:
+    """Due dates, times handed in and extensions into the gradebook, then nbgrader's late penalty
+    on the scores it holds, for each (student, notebook) of `handed_in`; the gradebook's lateness
+    after. Run on every autograde, graded again or not, so that a changed due date, extension or
+    policy, or a score given by hand since, applies without executing anything again. A notebook
+    with no due date in course.toml keeps whatever the gradebook has (the formgrader can set one
+    too)."""
     from nbgrader.preprocessors import AssignLatePenalties
 
-    gradebook = Layout.of(course).db_url
-    with Gradebook(gradebook) as gb:
-        record(gb, course, student, assignment)
-    resources = {
-        "nbgrader": {
-            "db_url": gradebook,
-            "assignment": assignment,
-            "notebook": assignment,  # one notebook per assignment in this course
-            "student": student,
+    quiet = {"log": log} if log is not None else {}  # the plugin logs through it
+    step = AssignLatePenalties(config=penalty_config(course.term.late), **quiet)
+    step.init_plugin()  # the plugin with its settings, as the preprocessor makes it
+    for name in sorted({assignment for _, assignment in handed_in}):
+        due = course.term.due.get(name)
+        if due is not None:
+            gb.update_or_create_assignment(name, duedate=utc_naive(due))
+    for student, assignment in handed_in:
+        fields = {"extension": course.term.extension(student, assignment)}
+        stamp = read_timestamp(course, student, assignment)
+        gb.update_or_create_submission(assignment, student, **fields, **_as_timestamp(stamp))
+        _penalise(gb, step.plugin_inst, student, assignment)
+    gb.db.commit()
+    return lateness(gb)
+
+
+def _as_timestamp(stamp: datetime | None) -> dict:
+    return {} if stamp is None else {"timestamp": stamp}
+
+
+def _penalise(gb, plugin, student: str, assignment: str) -> None:
+    """What nbgrader's AssignLatePenalties does for one notebook (its plugin's penalty, kept
+    between 0 and the score), in the command's session: the preprocessor opens a gradebook of
+    its own for every notebook."""
+    submission = gb.find_submission(assignment, student)
+    notebook = gb.find_submission_notebook(assignment, assignment, student)
+    notebook.late_submission_penalty = None
+    seconds = submission.total_seconds_late
+    penalty = plugin.late_submission_penalty(student, notebook.score, seconds) if seconds else None
+    if penalty is not None:
+        notebook.late_submission_penalty = min(max(penalty, 0), notebook.score)
+
+
+def lateness(gb) -> Lateness:
+    """Every submission's lateness, read at once; an empty table without a gradebook."""
+    if gb is None:
+        return Lateness()
+    return Lateness(
+        {
+            (s.student_id, a.name): (
+                float(s.total_seconds_late),
+                float(s.late_submission_penalty or 0),
+            )
+            for a in gb.assignments
+            for s in a.submissions
         }
-    }
-    quiet = {"log": log} if log is not None else {}
-    step = AssignLatePenalties(config=penalty_config(course), **quiet)
-    step.preprocess(nbformat.v4.new_notebook(), resources)  # it reads the gradebook, not cells
-    return lateness(course, student, assignment)
-
-
-def lateness(course: Path, student: str, assignment: str) -> tuple[float, float]:
-    """(seconds late, points taken) for a student's notebook, as the gradebook holds them after
-    autograde; (0, 0) where it holds no such submission."""
-    from nbgrader.api import Gradebook, MissingEntry
-
-    if not Layout.of(course).gradebook.is_file():
-        return 0.0, 0.0
-    with Gradebook(Layout.of(course).db_url) as gb:
-        try:
-            submission = gb.find_submission(assignment, student)
-        except MissingEntry:
-            return 0.0, 0.0
-        return float(submission.total_seconds_late), float(submission.late_submission_penalty or 0)
-
-
-def describe(seconds: float) -> str:
-    """'1 d 2 h' late, for reports."""
-    minutes = math.ceil(seconds / 60)
-    days, rest = divmod(minutes, 24 * 60)
-    hours, minutes = divmod(rest, 60)
-    parts = [f"{days} d"] * bool(days) + [f"{hours} h"] * bool(hours)
-    return " ".join(parts + [f"{minutes} min"] * bool(minutes and not days)) or "0 min"
+    )

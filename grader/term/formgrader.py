@@ -23,14 +23,16 @@ import os
 import secrets
 import socket
 import sys
-from pathlib import Path
 
 from nbconvert.exporters import NotebookExporter
 
-from ..course import GRADER, TRAINING_NOTEBOOK
+from transformer_lab.catalogue import TRAINING_NOTEBOOK
+
+from ..course import GRADER
+from .course_open import Course
+from .nbgrader_apps import scripts_on_path
 
 MANUAL = TRAINING_NOTEBOOK  # the notebook with a written answer (ex4_prediction)
-EXCHANGE = "exchange"  # in the course folder
 STUDENT_EXTENSIONS = ("assignment_list", "course_list")  # nbgrader's, for students on a hub
 REFUSED = (
     "The formgrader does not autograde: nbgrader's autograde would run {student}'s notebook "
@@ -58,10 +60,10 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def server_command(course: Path, port: int, token: str) -> list[str]:
+def server_command(course: Course, port: int, token: str) -> list[str]:
     """JupyterLab on the course folder; makes its exchange folder."""
-    course = Path(course).resolve()
-    (course / EXCHANGE).mkdir(parents=True, exist_ok=True)
+    root, exchange = course.layout.root.resolve(), course.layout.exchange.resolve()
+    exchange.mkdir(parents=True, exist_ok=True)
     return [
         sys.executable,
         "-m",
@@ -71,10 +73,10 @@ def server_command(course: Path, port: int, token: str) -> list[str]:
         "--ServerApp.ip=127.0.0.1",
         f"--ServerApp.port={port}",
         "--ServerApp.port_retries=0",
-        f"--ServerApp.root_dir={course}",
+        f"--ServerApp.root_dir={root}",
         f"--IdentityProvider.token={token}",
-        f"--CourseDirectory.root={course}",
-        f"--Exchange.root={course / EXCHANGE}",
+        f"--CourseDirectory.root={root}",
+        f"--Exchange.root={exchange}",
         "--FormgradeExtension.debug=False",
         *(
             arg
@@ -99,10 +101,8 @@ def urls(port: int, token: str, assignment: str = MANUAL) -> dict[str, str]:
     }
 
 
-def main(course: Path, port: int | None = None) -> None:
+def main(course: Course, port: int | None = None) -> None:
     """Print where to go, then run the server until Ctrl-C."""
-    from ..course import _scripts_on_path
-
     port, token = port or free_port(), secrets.token_hex(16)
     for name, url in urls(port, token).items():
         print(f"{name:>15}: {url}")
@@ -110,4 +110,4 @@ def main(course: Path, port: int | None = None) -> None:
     sys.stdout.flush()
     os.chdir(GRADER)  # nbgrader reads nbgrader_config.py from here
     command = server_command(course, port, token)
-    os.execve(sys.executable, command, _scripts_on_path(dict(os.environ)))
+    os.execve(sys.executable, command, scripts_on_path(dict(os.environ)))

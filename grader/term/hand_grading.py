@@ -14,41 +14,36 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ..course import Layout
 from ..outcome import SheetStatus
-from .names import namer
 
 
-def waiting(course: Path, notebooks: list[str]) -> dict[tuple[str, str], list[str]]:
+def waiting(gb, notebooks) -> dict[tuple[str, str], list[str]]:
     """(student, notebook) -> the grade ids of its written answers still to grade by hand,
-    read from the gradebook now (hand grades entered since the last autograde count)."""
-    course = Path(course)
-    if not Layout.of(course).gradebook.is_file():
+    read from the gradebook now (`gb`, the command's session; None where the course has none):
+    hand grades entered since the last autograde count."""
+    if gb is None:
         return {}
-    from nbgrader.api import Gradebook
-
     found: dict[tuple[str, str], list[str]] = {}
-    with Gradebook(Layout.of(course).db_url) as gb:
-        known = {a.name for a in gb.assignments}
-        for name in (n for n in notebooks if n in known):
-            for submission in gb.assignment_submissions(name):
-                ids = [
-                    grade.name
-                    for notebook in submission.notebooks
-                    for grade in notebook.grades
-                    if grade.needs_manual_grade
-                ]
-                if ids:
-                    found[submission.student_id, name] = sorted(ids)
+    known = {a.name for a in gb.assignments}
+    for name in (n for n in notebooks if n in known):
+        for submission in gb.assignment_submissions(name):
+            ids = [
+                grade.name
+                for notebook in submission.notebooks
+                for grade in notebook.grades
+                if grade.needs_manual_grade
+            ]
+            if ids:
+                found[submission.student_id, name] = sorted(ids)
     return found
 
 
-def summary(course: Path, pending: dict[tuple[str, str], list[str]], partial: bool) -> str:
-    """One paragraph for the terminal: how many answers, in which notebooks, whose, and what
-    the files written hold for them. Empty when nothing waits."""
+def summary(pending: dict[tuple[str, str], list[str]], partial: bool, who) -> str:
+    """One paragraph for the terminal: how many answers, in which notebooks, whose (`who`:
+    how to name them, names.namer), and what the files written hold for them. Empty when
+    nothing waits."""
     if not pending:
         return ""
-    who = namer(course)
     answers = sum(len(ids) for ids in pending.values())
     by_notebook: dict[str, list[str]] = {}
     for student, name in sorted(pending):

@@ -7,30 +7,24 @@ often an SIS number), then the name and the LMS login where the roster has them.
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from ..course import Layout
-from .roster import ROSTER_FILE, read_csv
+from .course_open import Course
+from .roster import kept_rows
 
 
 def _login(row: dict) -> str:
     return row.get("sis_login_id") or ""
 
 
-def known(course: Path) -> dict[str, str]:
-    """student id -> "First Last, login", for those the gradebook or the roster names."""
-    course = Path(course)
+def known(course: Course, gb) -> dict[str, str]:
+    """student id -> "First Last, login", for those the gradebook (`gb`, the command's session;
+    None where the course has none) or the roster names."""
     people: dict[str, tuple[str, str, str]] = {}
-    roster = course / ROSTER_FILE
-    for row in read_csv(roster) if roster.is_file() else []:
+    for row in kept_rows(course):
         people[row["id"]] = (row.get("first_name") or "", row.get("last_name") or "", _login(row))
-    if Layout.of(course).gradebook.is_file():  # never create a gradebook just to read names
-        from nbgrader.api import Gradebook
-
-        with Gradebook(Layout.of(course).db_url) as gb:
-            for s in gb.students:  # the formgrader may have changed a name since the roster
-                login = people.get(s.id, ("", "", ""))[2]
-                people[s.id] = (s.first_name or "", s.last_name or "", login)
+    for s in gb.students if gb is not None else []:
+        # The formgrader may have changed a name since the roster.
+        login = people.get(s.id, ("", "", ""))[2]
+        people[s.id] = (s.first_name or "", s.last_name or "", login)
     said = {}
     for student, (first, last, login) in people.items():
         parts = [" ".join(p for p in (first, last) if p)]
@@ -41,10 +35,10 @@ def known(course: Path) -> dict[str, str]:
     return said
 
 
-def namer(course: Path):
+def namer(course: Course, gb):
     """A function: student id -> "id (First Last, login)", or the id alone where no one is
     named."""
-    said = known(course)
+    said = known(course, gb)
 
     def who(student: str) -> str:
         return f"{student} ({said[student]})" if student in said else student

@@ -2,7 +2,8 @@
 
 `python -m grader roster FILE` loads the class into the gradebook, as `nbgrader db student
 import` does, and keeps the rows as COURSE/roster.csv: once it is there, collect files a
-notebook only under a student on the roster, and reports the rest. FILE is any of
+notebook only under a student on the roster, and reports the rest (what a Canvas export tells
+of Canvas's own ids is canvas.py's). FILE is any of
 
     nbgrader's student CSV   id, first_name, last_name, email[, lms_user_id]
     Canvas's gradebook export  Student, ID, SIS User ID, SIS Login ID, Section, ...
@@ -41,13 +42,12 @@ import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..course import GradingError, Layout
-from .settings import term
+from ..course import GradingError
+from .course_open import Course
+from .nbgrader_apps import gradebook
 
-ROSTER_FILE = "roster.csv"
 COLUMNS = ("id", "first_name", "last_name", "email", "lms_user_id")  # nbgrader's Student
-# Canvas's identity columns, in its order: kept from its export, given back in the import file.
-CANVAS_IDENTITY = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
+# Canvas's identity columns kept in roster.csv from its export (canvas.py gives them back).
 KEPT = {"sis_user_id": "SIS User ID", "sis_login_id": "SIS Login ID", "section": "Section"}
 ID_COLUMN = {"canvas": "SIS User ID", "moodle": "ID number"}  # course.toml's [roster] id
 MOODLE_NAMES = {"first_name": "First name", "last_name": "Surname", "email": "Email address"}
@@ -122,15 +122,16 @@ def lms_of(fieldnames: list[str]) -> str:
     return ""
 
 
-def id_column(course: Path | None, lms: str) -> str:
-    """The column of the LMS's export that is the student's id: course.toml's [roster] id."""
-    chosen = term(course).roster_id if course else None
-    return chosen or ID_COLUMN[lms]
+def id_column(roster_id: str | None, lms: str) -> str:
+    """The column of the LMS's export that is the student's id: course.toml's [roster] id
+    (`roster_id`), else the LMS's usual one."""
+    return roster_id or ID_COLUMN[lms]
 
 
-def read_csv(path: Path, course: Path | None = None) -> list[dict]:
+def read_csv(path: Path, roster_id: str | None = None) -> list[dict]:
     """The class from nbgrader's student CSV, Canvas's gradebook export or Moodle's export:
-    rows with COLUMNS (and, from Canvas, KEPT), empty cells as None, other columns left out."""
+    rows with COLUMNS (and, from Canvas, KEPT), empty cells as None, other columns left out.
+    `roster_id`: course.toml's [roster] id, the export's column that is the student's id."""
     reader = _reader(path)
     lms = lms_of(reader.fieldnames)
     if not lms:
@@ -143,9 +144,9 @@ def read_csv(path: Path, course: Path | None = None) -> list[dict]:
         row = {k.strip(): (v or "").strip() or None for k, v in row.items() if k}
         if lms == "canvas" and _not_a_student(row):
             continue
-        row = _as_nbgrader(row, lms, id_column(course, lms) if lms != "nbgrader" else "id")
+        row = _as_nbgrader(row, lms, id_column(roster_id, lms) if lms != "nbgrader" else "id")
         if not row["id"]:
-            raise GradingError(_no_id(path, n, lms, course, reader.fieldnames))
+            raise GradingError(_no_id(path, n, lms, roster_id, reader.fieldnames))
         key = row["id"].casefold()
         if key in seen:  # collect matches ids case-insensitively, so they must differ so too
             raise GradingError(f"{path}, line {n}: {row['id']!r} is {seen[key]!r} already")
@@ -178,10 +179,10 @@ def _as_nbgrader(row: dict, lms: str, id_from: str) -> dict:
     return {"id": row.get(id_from), **names, "lms_user_id": row.get("ID"), **kept}
 
 
-def _no_id(path: Path, n: int, lms: str, course: Path | None, fieldnames: list[str]) -> str:
+def _no_id(path: Path, n: int, lms: str, roster_id: str | None, fieldnames: list[str]) -> str:
     if lms == "nbgrader":
         return f"{path}, line {n}: no id"
-    column = id_column(course, lms)
+    column = id_column(roster_id, lms)
     where = "has no column" if column not in fieldnames else f"line {n} has no"
     return (
         f"{path} {where} {column!r}, the student's id: choose a column every student has in "
@@ -189,17 +190,15 @@ def _no_id(path: Path, n: int, lms: str, course: Path | None, fieldnames: list[s
     )
 
 
-def import_roster(course: Path, path: Path) -> tuple[int, int]:
+def import_roster(course: Course, path: Path) -> tuple[int, int]:
     """The roster into the gradebook (created or updated) and COURSE/roster.csv; (rows, new)."""
-    from nbgrader.api import Gradebook
-
-    if not Layout.of(course).step("release").is_dir():
+    if not course.layout.step("release").is_dir():
         raise GradingError(
-            f"{course} has no release yet: run `make release` first (it makes the course "
-            "folder and its gradebook), then `make roster`"
+            f"{course.layout.root} has no release yet: run `make release` first (it makes the "
+            "course folder and its gradebook), then `make roster`"
         )
-    rows = read_csv(path, course)
-    with Gradebook(Layout.of(course).db_url) as gb:
+    rows = read_csv(path, course.term.roster_id)
+    with gradebook(course, create=True) as gb:
         known = {s.id for s in gb.students}
         for row in rows:
             fields = {k: v for k, v in row.items() if k in COLUMNS[1:]}
@@ -209,40 +208,13 @@ def import_roster(course: Path, path: Path) -> tuple[int, int]:
     writer = csv.DictWriter(out, fieldnames=columns, lineterminator="\n")
     writer.writeheader()
     writer.writerows({k: row.get(k) or "" for k in columns} for row in rows)
-    (Path(course) / ROSTER_FILE).write_text(out.getvalue(), encoding="utf-8")
-    _keep_canvas_ids(course, path)
+    course.layout.roster.write_text(out.getvalue(), encoding="utf-8")
     return len(rows), sum(row["id"] not in known for row in rows)
 
 
-def _keep_canvas_ids(course: Path, path: Path) -> None:
-    """A Canvas export made after our first import names our columns with Canvas's ids
-    ("01_attention (7001)"): keep them, so the next canvas_import.csv updates those assignments.
-    An export made before that first import has none, and nothing is kept."""
-    from .gradesheet import keep_canvas_columns  # gradesheet imports this module
-
-    try:
-        keep_canvas_columns(course, path)
-    except GradingError:
-        pass
-
-
-def canvas_identities(course: Path):
-    """student id -> the Canvas import file's ID, SIS User ID, SIS Login ID and Section: as
-    Canvas's export had them, where the roster came from it; the id in the column course.toml's
-    [roster] id names where that column is empty (SIS User ID by default)."""
-    column = id_column(course, "canvas")
-    column = column if column in CANVAS_IDENTITY[1:4] else ID_COLUMN["canvas"]
-    path = Path(course) / ROSTER_FILE
-    kept = {row["id"]: row for row in read_csv(path)} if path.is_file() else {}
-
-    def of(student: str, lms_user_id: str = "") -> dict:
-        """lms_user_id: the gradebook's, which the formgrader may have changed since."""
-        row = kept.get(student, {})
-        found = {"ID": lms_user_id or row.get("lms_user_id") or ""}
-        found |= {canvas: row.get(k) or "" for k, canvas in KEPT.items()}
-        return found | {column: found.get(column) or student}
-
-    return of
+def kept_rows(course: Course) -> list[dict]:
+    """COURSE/roster.csv's rows, as `make roster` last kept them; [] before any."""
+    return read_csv(course.layout.roster) if course.layout.roster.is_file() else []
 
 
 class Roster:
@@ -268,10 +240,9 @@ class Roster:
                     self.by_name.setdefault(fold(full), set()).add(row["id"])
 
     @classmethod
-    def of(cls, course: Path) -> Roster | None:
+    def of(cls, course: Course) -> Roster | None:
         """The roster last loaded into this course, or None: collect then works without one."""
-        path = Path(course) / ROSTER_FILE
-        return cls(read_csv(path)) if path.is_file() else None
+        return cls(kept_rows(course)) if course.layout.roster.is_file() else None
 
     def match(self, named: Named) -> tuple[str | None, str]:
         """(roster id, '') or (None, why not)."""

@@ -2,7 +2,8 @@
 term settles lateness on the scores it saved, flags copies across the class, writes the scores
 table (reports/autograde.md, and autograde.json that the grade sheet and feedback read) and
 appends the step to the term's log. None of this can change a score the engine saved; a late
-penalty is nbgrader's own, applied to those scores (deadlines.settle).
+penalty is nbgrader's own, applied to those scores (deadlines.settle). The course is opened once
+for the run (course_open.py) and its gradebook once the engine is done (nbgrader_apps.gradebook).
 """
 
 from __future__ import annotations
@@ -11,54 +12,55 @@ import json
 import logging
 from collections import Counter
 from dataclasses import asdict, fields
-from pathlib import Path
 
-from ..course import Layout
 from ..engine import autograde as engine
 from ..outcome import NOT_GRADED, SCORED, Flag, Outcome, Status
 from . import copies, deadlines, term_log
+from .course_open import Course
 from .names import namer
-from .settings import read_once
+from .nbgrader_apps import gradebook
 
 QUIET = logging.getLogger("grader.nbgrader")
 
 
-def autograde(course: Path, students=None, notebooks=None, **engine_options) -> list[Outcome]:
+def autograde(course: Course, students=None, notebooks=None, **engine_options) -> list[Outcome]:
     """Grade (autograde.grade takes `engine_options`: workers, limits, sandbox, scheduler), then
     settle lateness, flag copies and write the scores table over the last one: a run limited to
     some students or notebooks keeps everyone else's rows. On Ctrl-C, what was saved is settled
-    and logged, and autograde.Interrupted goes on up. A course.toml that does not read stops it
-    before any job starts."""
-    course = Path(course)
-    with read_once(course):
-        isolated = engine.isolation(engine_options.get("sandboxed", True))
-        try:
-            outcomes = engine.grade(
-                Layout(course), students=students, notebooks=notebooks, **engine_options
-            )
-        except engine.Interrupted as stop:
-            settle(course, stop.outcomes)
-            log = f"{summary(stop.outcomes)}\n\n{stop}"
-            term_log.append(course, "autograde, interrupted", log)
-            raise
-        settle(course, outcomes)
+    and logged, and autograde.Interrupted goes on up. The course is the one opened at the start,
+    course.toml with it: a file edited meanwhile applies from the next run."""
+    isolated = engine.isolation(engine_options.get("sandboxed", True))
+    try:
+        outcomes = engine.grade(
+            course.layout, students=students, notebooks=notebooks, **engine_options
+        )
+    except engine.Interrupted as stop:
+        with gradebook(course) as gb:
+            settle(course, gb, stop.outcomes)
+        log = f"{summary(stop.outcomes)}\n\n{stop}"
+        term_log.append(course, "autograde, interrupted", log)
+        raise
+    # Opened once the engine's jobs are saved: the term's one session of the run.
+    with gradebook(course) as gb:
+        settle(course, gb, outcomes)
         # Copies are the whole class's matter: flagged once every notebook is in, none scored.
         everyone = copies.with_copies(course, merged(course, outcomes, students, notebooks))
-        write_scores_table(course, everyone, isolated)
-        term_log.append(course, "autograde" + _scope(students, notebooks), log_entry(outcomes))
+        write_scores_table(course, everyone, isolated, namer(course, gb))
+    term_log.append(course, "autograde" + _scope(students, notebooks), log_entry(outcomes))
     return outcomes
 
 
-def settle(course: Path, outcomes: list[Outcome]) -> None:
+def settle(course: Course, gb, outcomes: list[Outcome]) -> None:
     """Due dates, times handed in and extensions into the gradebook, then nbgrader's late
     penalty on the scores the engine saved, for each graded notebook: on every autograde, graded
     again or not, so that a changed due date, extension or policy applies without executing
     anything again."""
-    for o in outcomes:
-        if o.status in SCORED:
-            o.seconds_late, o.late_penalty = deadlines.settle(
-                course, o.student, o.assignment, QUIET
-            )
+    scored = [o for o in outcomes if o.status in SCORED]
+    if not scored:
+        return
+    late = deadlines.settle(course, gb, [(o.student, o.assignment) for o in scored], QUIET)
+    for o in scored:
+        o.seconds_late, o.late_penalty = late[o.student, o.assignment]
 
 
 def summary(outcomes: list[Outcome]) -> str:
@@ -91,7 +93,7 @@ def _scope(students, notebooks) -> str:
 
 def scores_table(outcomes: list[Outcome], isolated: str, notebooks: list, who=str) -> str:
     """Students down (`who`: how to name them, names.namer), the assigned notebooks across
-    (deadlines.notebooks): score / the release's points, or why there is none; the total out of
+    (Term.counted): score / the release's points, or why there is none; the total out of
     the same maximum for everyone, as the grade sheet counts it; then the notes, grouped by
     kind."""
     table = {(o.student, o.assignment): o for o in outcomes}
@@ -199,23 +201,25 @@ def _notes(outcomes: list[Outcome]) -> list[str]:
 
 def _late_note(o: Outcome) -> str:
     taken = f"{o.late_penalty:g} of {o.score:g} points taken" if o.late_penalty else "no penalty"
-    return f"handed in {deadlines.describe(o.seconds_late)} late (course.toml): {taken}"
+    return f"handed in {term_log.describe(o.seconds_late)} late (course.toml): {taken}"
 
 
-def write_scores_table(course: Path, outcomes: list[Outcome], isolated: str) -> None:
-    folder = Layout.of(course).step("reports")
-    folder.mkdir(parents=True, exist_ok=True)
-    text = scores_table(outcomes, isolated, deadlines.notebooks(course), namer(course))
-    (folder / "autograde.md").write_text(text, encoding="utf-8")
-    (folder / "autograde.json").write_text(
+def write_scores_table(course: Course, outcomes: list[Outcome], isolated: str, who=str) -> None:
+    """reports/autograde.md (`who`: how to name the students, names.namer) and autograde.json,
+    which the grade sheet and feedback read back."""
+    table = course.layout.report("autograde.md")
+    table.parent.mkdir(parents=True, exist_ok=True)
+    text = scores_table(outcomes, isolated, course.term.counted(), who)
+    table.write_text(text, encoding="utf-8")
+    course.layout.report("autograde.json").write_text(
         json.dumps({"sandbox": isolated, "outcomes": [asdict(o) for o in outcomes]}, indent=2),
         encoding="utf-8",
     )
 
 
-def load_outcomes(course: Path) -> list[Outcome]:
+def load_outcomes(course: Course) -> list[Outcome]:
     """Every notebook's last outcome, as the last report (reports/autograde.json) holds it."""
-    saved = Layout.of(course).report("autograde.json")
+    saved = course.layout.report("autograde.json")
     if not saved.is_file():
         return []
     known = {f.name for f in fields(Outcome)}  # a report written by another version may differ
@@ -226,7 +230,7 @@ def load_outcomes(course: Path) -> list[Outcome]:
     return outcomes
 
 
-def merged(course: Path, outcomes: list[Outcome], students=None, notebooks=None) -> list[Outcome]:
+def merged(course: Course, outcomes: list[Outcome], students=None, notebooks=None) -> list[Outcome]:
     """This run's outcomes over the last report's: a run limited to some students or notebooks
     replaces their rows and keeps everyone else's, so the report stays the whole class's."""
 

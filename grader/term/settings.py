@@ -1,31 +1,24 @@
-"""COURSE/course.toml, read once into a typed, frozen `Term` and checked whole: a key that is
-unknown or holds what it may not stops the command before any work, with one line naming the
+"""COURSE/course.toml, read into a typed, frozen Term (rules.py) and checked whole: a key that
+is unknown or holds what it may not stops the command before any work, with one line naming the
 key and what it allows. Each key is declared once below (`KEYS`), with its default and what it
-means, as deadlines.py's docstring shows them in use.
-
-    term(course)          the course's Term, read again only when course.toml or the release
-                          changes
-    with read_once(course) as settings:
-                          one read for a whole command: inside, every term(course) is
-                          `settings`, and neither course.toml nor the release is read again
+means, as deadlines.py's docstring shows them in use. A command reads it once, when it opens the
+course (course_open.py): a file edited while it runs applies from the next command.
 """
 
 from __future__ import annotations
 
-import contextlib
 import re
 import tomllib
-from collections.abc import Iterator
-from dataclasses import dataclass, field
-from datetime import datetime, timedelta
-from pathlib import Path
+from datetime import datetime
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from transformer_lab.catalogue import EXTRA_CREDIT
+
 from ..course import COURSE_FILE, GradingError, Layout
+from .rules import Late, Term
 
 # The lecture's optional challenge, "for anyone who finishes the core path early": skipping it
 # must cost nothing, so by default its points are extra credit.
-EXTRA_CREDIT = ("06_stretch",)
 PENALTIES = ("none", "zero", "percent_per_day")
 
 # key -> (default, what it means): every key course.toml may hold.
@@ -48,42 +41,6 @@ SECTIONS = {
     "roster": {"id"},
     "collect": {"pattern", "time_format", "stamped"},
 }
-
-
-@dataclass(frozen=True)
-class Late:
-    """[late]: nbgrader's penalty method, or None where course.toml sets none (then a plugin
-    set in nbgrader_config.py applies)."""
-
-    penalty: str | None = None
-    percent_per_day: float = 10.0
-
-
-@dataclass(frozen=True)
-class Term:
-    """One term's settings, as course.toml gives them and checked whole."""
-
-    released: tuple[str, ...]
-    assigned: tuple[str, ...]  # in course order
-    extra_credit: tuple[str, ...]  # assigned ones only, in course order
-    zone: ZoneInfo | None  # None: this machine's local zone
-    due: dict[str, datetime] = field(default_factory=dict)  # aware
-    # (student id casefolded, notebook) -> days (float) or a later due date (aware)
-    extensions: dict[tuple[str, str], float | datetime] = field(default_factory=dict)
-    late: Late = Late()
-    roster_id: str | None = None
-    collect_pattern: re.Pattern | None = None
-    time_format: str | None = None  # strptime's, for the pattern's `time` group; None: ISO 8601
-    stamped: bool = False  # [collect] stamped: a file's own time is its hand-in time
-    # released notebook -> its maximum: the release's graded cells' points, everywhere the same
-    points: dict[str, float] = field(default_factory=dict)
-
-    def extension(self, student: str, assignment: str) -> timedelta | None:
-        """Extra time for this student on this notebook."""
-        value = self.extensions.get((student.casefold(), assignment))
-        if value is None or isinstance(value, float):
-            return None if value is None else timedelta(days=value)
-        return value - self.due[assignment]
 
 
 def aware(moment, zone=None, key: str = "") -> datetime:
@@ -228,47 +185,13 @@ def read(text: str, released: tuple[str, ...], points: dict[str, float] | None =
     )
 
 
-_read: dict[tuple, Term] = {}
-_held: dict[str, Term] = {}  # course folder -> the Term a command in progress read (read_once)
-
-
-def _folder(course: Path | Layout) -> str:
-    return str((course.root if isinstance(course, Layout) else Path(course)).resolve())
-
-
-@contextlib.contextmanager
-def read_once(course: Path | Layout) -> Iterator[Term]:
-    """The course's Term, read now and held for the block: a command that settles, flags and
-    reports by many facts of the term reads course.toml and the release once, and goes by the
-    settings it started with even if the file changes while it runs."""
-    folder, settings = _folder(course), term(course)
-    before = _held.get(folder)
-    _held[folder] = settings
-    try:
-        yield settings
-    finally:
-        if before is None:
-            del _held[folder]
-        else:
-            _held[folder] = before
-
-
-def term(course: Path | Layout) -> Term:
-    """The course's Term: course.toml and the release read and checked once, again only once one
-    of them changes (or, inside read_once, not at all); a course with no course.toml has every
-    default. Before a release, the notebooks it names are not checked (nothing is assigned)."""
-    held = _held.get(_folder(course)) if _held else None
-    if held is not None:
-        return held
-    layout = Layout.of(course)
+def read_term(layout: Layout) -> Term:
+    """The course's Term: course.toml and the release, read and checked now; a course with no
+    course.toml has every default. Before a release, the notebooks it names are not checked
+    (nothing is assigned)."""
     text = layout.settings.read_text(encoding="utf-8") if layout.settings.is_file() else ""
     names = tuple(layout.released())
-    stamps = tuple(layout.notebook("release", name).stat().st_mtime_ns for name in names)
-    key = (str(layout.root.resolve()), text, names, stamps)
-    if key not in _read:
-        points = {name: _points(layout.release_notebook(name)) for name in names}
-        _read[key] = read(text, names, points)
-    return _read[key]
+    return read(text, names, {name: _points(layout.release_notebook(name)) for name in names})
 
 
 def _points(release) -> float:

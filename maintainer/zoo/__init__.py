@@ -4,30 +4,18 @@ to a ready-made implementation and honest ones that look like them); its one har
 tests/test_bugzoo.py, and maintainer/copy_corpus.py takes its right answers as honest students.
 This module is their vocabulary.
 
-An Exercise names a solution notebook's exercise cell and its checkpoint cell, the cells that must
-run before it and how many ✅ a right answer prints; its name (the prefix of its mistake codes)
-is its checkpoint's grade id without `_check`. A Mistake is a body injected into the exercise that
-the checkpoint must fail with `code` and a message that holds every diagnosis fragment; a Right is
-a body that must keep full marks.
+An exercise is the catalogue's (transformer_lab/catalogue.py): its solution notebook's exercise
+cell and checkpoint cell, the cells that must run before it and how many ✅ a right answer
+prints; its name is the prefix of its mistake codes. A Mistake is a body injected into the
+exercise that the checkpoint must fail with `code` and a message that holds every diagnosis
+fragment; a Right is a body that must keep full marks.
 """
 
 from __future__ import annotations
 
 from typing import NamedTuple
 
-
-class Exercise(NamedTuple):
-    stem: str  # solutions/<stem>.py
-    cell: str  # grade_id of the exercise cell
-    check: str  # grade_id of its checkpoint cell
-    before: tuple[str, ...]  # grade_ids of cells to run first (as written)
-    ticks: int  # ✅ printed by a right answer: visible checks, leak test, hidden tests
-
-    @property
-    def prefix(self) -> str:
-        """The exercise's one name: its checkpoint's grade id is "<name>_check", its mistake
-        codes start with "<name>."."""
-        return self.check.removesuffix("_check")
+from transformer_lab.catalogue import Exercise
 
 
 class Mistake(NamedTuple):

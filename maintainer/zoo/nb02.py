@@ -1,9 +1,10 @@
 """Bug zoo of notebook 02 (causal mask): Exercise 2, causal_mask. A right answer gets three ✅:
 the visible checks, the leak test and the hidden tests."""
 
-from maintainer.zoo import Exercise, Mistake, Right
+from maintainer.zoo import Mistake, Right
+from transformer_lab.catalogue import BY_NAME
 
-EX2 = Exercise("02_causal_mask", "ex2_causal_mask", "ex2_check", (), 3)
+EX2 = BY_NAME["ex2"]
 
 MISTAKES = {
     # The leak test comes first: a mask that reads the future fails by what it does.

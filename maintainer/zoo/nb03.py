@@ -1,9 +1,10 @@
 """Bug zoo of notebook 03 (positions): Exercise 3, embed_with_positions. Also the sinusoidal
 positions students bring from the Annotated Transformer."""
 
-from maintainer.zoo import Exercise, Mistake, Right
+from maintainer.zoo import Mistake, Right
+from transformer_lab.catalogue import BY_NAME
 
-EX3 = Exercise("03_positions", "ex3_embed", "ex3_check", (), 2)
+EX3 = BY_NAME["ex3"]
 
 MISTAKES = {
     "positions concatenated": Mistake(

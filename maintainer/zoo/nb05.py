@@ -1,8 +1,9 @@
 """Bug zoo of notebook 05 (heads): Exercise 5, mean_attention_distance."""
 
-from maintainer.zoo import Exercise, Mistake, Right
+from maintainer.zoo import Mistake, Right
+from transformer_lab.catalogue import BY_NAME
 
-EX5 = Exercise("05_heads", "ex5_mean_distance", "ex5_check", (), 2)
+EX5 = BY_NAME["ex5"]
 
 OFFSETS = """
 T = A.shape[-1]

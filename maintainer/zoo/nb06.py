@@ -6,11 +6,12 @@ MyBlock's __init__ builds a MyMultiHeadAttention, so Challenge B first runs the 
 Challenge A; its checkpoint then swaps in the package's attention layer, so only the block is
 judged."""
 
-from maintainer.zoo import Exercise, Mistake, Right
+from maintainer.zoo import Mistake, Right
+from transformer_lab.catalogue import BY_NAME
 
 STEM = "06_stretch"
-EX6A = Exercise(STEM, "ex6a_multi_head", "ex6a_check", (), 2)
-EX6B = Exercise(STEM, "ex6b_block", "ex6b_check", ("ex6a_multi_head",), 2)
+EX6A = BY_NAME["ex6a"]
+EX6B = BY_NAME["ex6b"]
 
 MHA = """
 B, T, d_model = H.shape
@@ -294,7 +295,10 @@ MISTAKES_B = {
         "only attention may mix positions",
     ),
     "in-place residual": Mistake(
-        EX6B, block("H += self.attn(self.ln1(H))[0]", PRE_NORM_FFN), "ex6b.in_place_add", "in place"
+        EX6B,
+        block("H += self.attn(self.ln1(H))[0]", PRE_NORM_FFN),
+        "ex6b.modified_input",
+        "in place",
     ),
     "attention pair not unpacked": Mistake(
         EX6B,

@@ -51,7 +51,7 @@ instructor, and `make class-report` ranks the pairs and shows them side by side.
 """
 
 from ...cells import parse_cell
-from .fingerprints import Piece, fingerprints, winnow
+from .fingerprints import Passage, fingerprints, winnow
 from .kinds import ADDED, CODE, NOTEBOOK, PUBLISHED, TEXT, Bar, Kind
 from .matching import Match, class_matches, class_parts, compare, flagged, matches, size
 from .own_code import Given, code_piece, given, own_lines, own_parts, text_piece
@@ -77,7 +77,7 @@ __all__ = [
     "Given",
     "Kind",
     "Match",
-    "Piece",
+    "Passage",
     "class_matches",
     "class_parts",
     "class_report_matches",

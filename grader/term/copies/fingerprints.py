@@ -55,7 +55,7 @@ def fingerprints(tokens: list[str], kind: Kind, mine: list[bool] | None = None) 
 
 
 @dataclass
-class Piece:
+class Passage:
     """Code (or a written answer) compared as one: an exercise's own lines, a source."""
 
     label: str  # what the instructor reads: "ex1_attention", "the course's solution (...)"
@@ -66,6 +66,6 @@ class Piece:
     kind: Kind = CODE
     prints: dict[int, list[int]] = field(default_factory=dict)
 
-    def fingerprint(self) -> Piece:
+    def fingerprint(self) -> Passage:
         self.prints = fingerprints(self.tokens, self.kind, self.mine)
         return self

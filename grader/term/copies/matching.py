@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 import nbformat
 
 from ...course import ROOT
-from .fingerprints import Piece
+from .fingerprints import Passage
 from .kinds import CODE, COMMON, COMMON_FLOOR, NOTEBOOK, PUBLISHED, Kind
 from .own_code import given, own_parts
 from .sources import published
@@ -19,7 +19,7 @@ from .tokens import Span
 WORKSHOP = "notebooks"
 
 
-def _covered(piece: Piece, hashes: Iterable[int], weight) -> list[float]:
+def _covered(piece: Passage, hashes: Iterable[int], weight) -> list[float]:
     """The weight of each token position that the fingerprints `hashes` cover (the heaviest
     fingerprint over it), 0 where none does."""
     covered = [0.0] * len(piece.tokens)
@@ -33,7 +33,7 @@ def _covered(piece: Piece, hashes: Iterable[int], weight) -> list[float]:
     return covered
 
 
-def longest_run(piece: Piece, other: Piece, shared: Iterable[int], covered: list[float]) -> int:
+def longest_run(piece: Passage, other: Passage, shared: Iterable[int], covered: list[float]) -> int:
     """The longest run of own tokens the two hold alike, grown from each shared fingerprint
     both ways (each run once: a seed inside a run already grown on its diagonal is skipped),
     counted on the tokens the fingerprints cover: never more than the match's tokens."""
@@ -56,7 +56,7 @@ def longest_run(piece: Piece, other: Piece, shared: Iterable[int], covered: list
     return best
 
 
-def _alike(piece: Piece, other: Piece, i: int, j: int) -> bool:
+def _alike(piece: Passage, other: Passage, i: int, j: int) -> bool:
     return piece.mine[i] and other.mine[j] and piece.tokens[i] == other.tokens[j]
 
 
@@ -103,13 +103,13 @@ class Match:
         return self.share >= bar.mine or held or self.longest >= bar.alone
 
 
-def size(piece: Piece, weight, skip: frozenset[int] = frozenset()) -> float:
+def size(piece: Passage, weight, skip: frozenset[int] = frozenset()) -> float:
     """The weighed tokens of `piece` its fingerprints cover, those in `skip` left out."""
     return sum(_covered(piece, piece.prints.keys() - skip, weight))
 
 
 def compare(
-    piece: Piece, other: Piece, weight, total: float, other_total: float, skip=frozenset()
+    piece: Passage, other: Passage, weight, total: float, other_total: float, skip=frozenset()
 ) -> dict:
     """Match fields of `piece` found in `other`, the fingerprints in `skip` left out; `total`
     and `other_total` are size(piece, weight, skip) and size(other, weight, skip)."""
@@ -130,12 +130,12 @@ def compare(
     }
 
 
-def matched_at(piece: Piece, shared: list[int]) -> list[int]:
+def matched_at(piece: Passage, shared: list[int]) -> list[int]:
     """The token positions of `piece` that the fingerprints `shared` cover."""
     return [p for p, w in enumerate(_covered(piece, shared, _flat)) if w]
 
 
-def matched_lines(piece: Piece, shared: list[int]) -> set[int]:
+def matched_lines(piece: Passage, shared: list[int]) -> set[int]:
     return {piece.lines[p] for p in matched_at(piece, shared)}
 
 
@@ -145,7 +145,7 @@ def _flat(h: int) -> float:
     return 1.0
 
 
-def _rarity(pieces: dict[str, Piece]):
+def _rarity(pieces: dict[str, Passage]):
     """A fingerprint's weight: 1, or less where more of the class holds it than COMMON says."""
     held: dict[int, int] = defaultdict(int)
     for piece in pieces.values():
@@ -155,7 +155,7 @@ def _rarity(pieces: dict[str, Piece]):
     return lambda h: min(1.0, cap / held[h]) if h in held else 1.0
 
 
-def matches(assignment: str, part: str, pieces: dict[str, Piece]) -> tuple[list[Match], dict]:
+def matches(assignment: str, part: str, pieces: dict[str, Passage]) -> tuple[list[Match], dict]:
     """Each student's part against its published sources and every classmate's same part;
     a classmate only on what the published sources do not explain. Also each student's
     (size, size of what the published sources do not explain), for the notebook's sums."""
@@ -211,7 +211,7 @@ def workshop(assignment: str) -> nbformat.NotebookNode | None:
 
 
 def class_parts(notebooks: dict[tuple[str, str], nbformat.NotebookNode], releases: dict) -> dict:
-    """assignment -> part -> student -> Piece, from (student, assignment) -> notebook."""
+    """assignment -> part -> student -> Passage, from (student, assignment) -> notebook."""
     handed = {a: given(releases[a], workshop(a)) for a in {a for _, a in notebooks}}
     parts: dict = defaultdict(lambda: defaultdict(dict))
     for (student, assignment), nb in sorted(notebooks.items()):

@@ -14,7 +14,7 @@ from functools import cache
 import nbformat
 
 from ...cells import parse_cell
-from .fingerprints import Piece
+from .fingerprints import Passage
 from .kinds import ADDED, CODE, TEXT
 from .lecture_listings import LISTINGS
 from .tokens import Span, code_tokens, imports, text_tokens
@@ -93,23 +93,23 @@ def code_piece(
     own: set[int] | None,
     modules: dict[str, str],
     handed: frozenset[int] = frozenset(),
-) -> Piece:
+) -> Passage:
     """The tokens of `source`, its own those on the lines in `own` (every line when None) that
     are not handed-out code."""
     tree = parse_cell(source)
     tokens, lines, spans = code_tokens(tree, modules) if tree else ([], [], [])
     given = given_code(tokens, spans, handed)
     mine = [(own is None or line in own) and not g for line, g in zip(lines, given, strict=True)]
-    return Piece(label, source, tokens, lines, mine)
+    return Passage(label, source, tokens, lines, mine)
 
 
 def text_piece(
     label: str, text: str, own: set[int] | None, handed: frozenset[int] = frozenset()
-) -> Piece:
+) -> Passage:
     tokens, lines = text_tokens(text)
     given = given_text(tokens, handed)
     mine = [(own is None or line in own) and not g for line, g in zip(lines, given, strict=True)]
-    return Piece(label, text, tokens, lines, mine, TEXT)
+    return Passage(label, text, tokens, lines, mine, TEXT)
 
 
 def own_lines(source: str, given: str) -> set[int]:
@@ -156,12 +156,12 @@ def given(release: nbformat.NotebookNode, workshop: nbformat.NotebookNode | None
     return Given(stubs, set(code), modules, frozenset(handed), frozenset(text))
 
 
-def own_parts(nb: nbformat.NotebookNode, handed: Given) -> dict[str, Piece]:
+def own_parts(nb: nbformat.NotebookNode, handed: Given) -> dict[str, Passage]:
     """The student's own code by part: each exercise (grade id), the cells they added, and
     each written answer; fingerprinted, what the course hands out left out."""
     mine = [c.source for c in nb.cells if c.cell_type == "code" and c.source not in handed.cells]
     modules = {**handed.modules, **imports(t for t in map(parse_cell, mine) if t is not None)}
-    parts: dict[str, Piece] = {}
+    parts: dict[str, Passage] = {}
     added = []
     for cell in nb.cells:
         meta = cell.metadata.get("nbgrader", {})

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import nbformat
 
-from ...course import Layout
 from ...outcome import COPY, SCORED, Flag
-from .fingerprints import Piece
+from ..course_open import Course
+from .fingerprints import Passage
 from .kinds import CODE, NOTEBOOK, TEXT
 from .matching import Match, class_matches, class_parts, flagged, matched_lines
 from .sources import published
@@ -58,13 +58,13 @@ def review_cell(assignment: str, flags: list[Flag]) -> str:
     return f"{assignment}: " + "; ".join(said)
 
 
-def read_notebooks(course: Path, keys: Iterable[tuple[str, str]]) -> dict:
+def read_notebooks(course: Course, keys: Iterable[tuple[str, str]]) -> dict:
     """(student, assignment) -> the notebook as graded (autograded/), where it can be read.
     Not validated again: autograde wrote it, and nbformat's schema check is most of the time
     a read takes."""
     found = {}
     for student, assignment in keys:
-        path = Layout.of(course).notebook("autograded", assignment, student)
+        path = course.layout.notebook("autograded", assignment, student)
         try:
             found[student, assignment] = nbformat.v4.reads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
@@ -72,13 +72,13 @@ def read_notebooks(course: Path, keys: Iterable[tuple[str, str]]) -> dict:
     return found
 
 
-def class_report_matches(course: Path, keys: Iterable[tuple[str, str]]) -> list[Match]:
+def class_report_matches(course: Course, keys: Iterable[tuple[str, str]]) -> list[Match]:
     notebooks = read_notebooks(course, keys)
-    releases = {a: Layout.of(course).release_notebook(a) for a in {a for _, a in notebooks}}
+    releases = {a: course.layout.release_notebook(a) for a in {a for _, a in notebooks}}
     return class_matches(class_parts(notebooks, releases))
 
 
-def with_copies(course: Path, outcomes: list) -> list:
+def with_copies(course: Course, outcomes: list) -> list:
     """The outcomes, each with its copy flags (replacing those of an earlier run): the whole
     class is compared, so a run limited to some students still flags their classmates."""
     keys = [(o.student, o.assignment) for o in outcomes if o.status in SCORED]
@@ -116,7 +116,7 @@ def _highlighted(text: str, lines: set[int]) -> str:
     return "<pre>" + "".join(out) + "</pre>"
 
 
-def _source_piece(m: Match, parts: dict) -> Piece | None:
+def _source_piece(m: Match, parts: dict) -> Passage | None:
     if m.source == "classmate":
         return parts[m.assignment][m.part].get(m.name)
     return next((p for _, p in published(m.part, m.kind) if p.label == m.name), None)
@@ -157,19 +157,18 @@ def _page(m: Match, found: list[Match], parts: dict) -> str:
     )
 
 
-def pairs_report(course: Path) -> list[Path]:
+def pairs_report(course: Course) -> list[Path]:
     """reports/copies.md, the flagged pairs ranked by share, and reports/copies/*.html, one
     page per pair with the matching parts side by side. These name students: for the
     instructor, not for the class."""
-    course = Path(course)
-    keys = [(s, a) for s, a, _ in Layout.of(course).students_notebooks("autograded")]
+    layout = course.layout
+    keys = [(s, a) for s, a, _ in layout.students_notebooks("autograded")]
     notebooks = read_notebooks(course, keys)
-    releases = {a: Layout.of(course).release_notebook(a) for a in {a for _, a in notebooks}}
+    releases = {a: layout.release_notebook(a) for a in {a for _, a in notebooks}}
     parts = class_parts(notebooks, releases)
     found = class_matches(parts)
     shown = sorted(flagged(found), key=lambda m: (-m.strength, -m.tokens, m.assignment, m.student))
-    folder = Layout.of(course).step("reports")
-    pages = folder / "copies"
+    pages = layout.report("copies")
     pages.mkdir(parents=True, exist_ok=True)
     for old in pages.glob("*.html"):
         old.unlink()  # a pair no longer flagged keeps no page
@@ -198,7 +197,7 @@ def pairs_report(course: Path) -> list[Path]:
     for rank, m in enumerate(shown, start=1):
         name = _page_name(m)
         if name not in written:
-            (pages / name).write_text(_page(m, found, parts), encoding="utf-8")
+            layout.report("copies", name).write_text(_page(m, found, parts), encoding="utf-8")
             written.add(name)
         lines.append(
             f"| {rank} | {m.assignment} | {m.part} | {m.student} | {describe(m)} | "
@@ -207,5 +206,5 @@ def pairs_report(course: Path) -> list[Path]:
         )
     if not shown:
         lines.append("| – | – | – | – | nothing flagged | – | – | – | – | – |")
-    (folder / "copies.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return [folder / "copies.md", *sorted(pages / name for name in written)]
+    layout.report("copies.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return [layout.report("copies.md"), *sorted(layout.report("copies", n) for n in written)]

@@ -9,7 +9,7 @@ from functools import cache
 
 from ...cells import parse_cell
 from ...course import ROOT
-from .fingerprints import Piece
+from .fingerprints import Passage
 from .kinds import CODE, Kind
 from .own_code import code_piece, handed_code, lecture_code, markdown_code, text_piece
 from .tokens import imports
@@ -68,7 +68,7 @@ def _solution_files() -> list:
 
 
 @cache
-def solutions() -> dict[str, Piece]:
+def solutions() -> dict[str, Passage]:
     """grade id -> the course's solution region of that exercise, from solutions/*.py, less what
     its notebook hands out."""
     found = {}
@@ -108,7 +108,7 @@ def _functions(tree: ast.Module) -> dict[int, str]:
 
 
 @cache
-def references() -> dict[str, Piece]:
+def references() -> dict[str, Passage]:
     """Each function of the package's modules that hold answers to the exercises, whole, less
     what any notebook hands out: a student's code that holds most of one is seen as its copy,
     however much else it holds."""
@@ -127,13 +127,13 @@ def references() -> dict[str, Piece]:
                 for m, line in zip(whole.mine, whole.lines, strict=True)
             ]
             label = f"the package's {relative} ({name})"
-            piece = Piece(label, source, whole.tokens, whole.lines, mine).fingerprint()
+            piece = Passage(label, source, whole.tokens, whole.lines, mine).fingerprint()
             if piece.prints:
                 found[f"{relative}:{name}"] = piece
     return found
 
 
-def published(part: str, kind: Kind) -> list[tuple[str, Piece]]:
+def published(part: str, kind: Kind) -> list[tuple[str, Passage]]:
     """(kind of source, piece) of each published source a part is compared with."""
     if part in solutions():
         sources = [("solution", solutions()[part])]

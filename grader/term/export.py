@@ -1,0 +1,50 @@
+"""`make export`: the gradebook read once, in one session, into one Sheet (gradesheet.py: every
+student's marks, the notebooks that count, each submission's score, time and lateness), then
+written in the three shapes an LMS takes:
+
+    reports/grades.csv          nbgrader's export, with a status column (gradesheet.NbgraderCsv)
+    reports/gradesheet.csv      one row per student, a score and a status per notebook, a total
+    reports/canvas_import.csv   Canvas's gradebook import (canvas.py)
+
+Nothing here can change a score: export reads the gradebook and writes reports.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from . import canvas, gradesheet, hand_grading
+from .course_open import Course
+from .names import namer
+from .nbgrader_apps import gradebook
+
+
+def export(
+    course: Course, target: Path, partial: bool = False, canvas_export: Path | None = None
+) -> list[str]:
+    """The three files (grades.csv at `target`), after keeping the columns of Canvas's own
+    export where one is given (canvas.keep_columns); returns what to print. `partial`: a
+    notebook whose written answer waits for its hand grade gets its partial score, marked."""
+    course.layout.assignments()  # nothing released: one line, before any file
+    said = []
+    if canvas_export:
+        kept = canvas.keep_columns(course, canvas_export)
+        said.append(f"Canvas's columns, kept for canvas_import.csv: {', '.join(kept)}")
+    with gradebook(course, create=True) as gb:
+        sheet = gradesheet.read(course, gb, partial)
+        who = namer(course, gb)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    gradesheet.NbgraderCsv(to=str(target), partial=partial).write(course, sheet)
+    said.append(f"wrote {target}")
+    course.layout.step("reports").mkdir(parents=True, exist_ok=True)
+    said.append(f"wrote {gradesheet.write_gradesheet(course, sheet)}")
+    path, penalties = canvas.write_import(course, sheet)
+    said.append(f"wrote {path} ({penalties})")
+    later = [nb.name for nb in sheet.notebooks if not nb.due]
+    if later:
+        said.append(f"not due yet, nothing handed in is 'not due', not 0: {', '.join(later)}")
+    pending = {
+        (r.id, name): m.waiting for r in sheet.rows for name, m in r.marks.items() if m.waiting
+    }
+    summary = hand_grading.summary(pending, partial, who)
+    return said + [summary] * bool(summary)
