@@ -121,6 +121,9 @@ class Printed:
     and `summary` says in one line how many there were, whose, and the first of them."""
 
     def __init__(self):
+        self._start()
+
+    def _start(self) -> None:
         self.lines, self.first, self.whose = 0, "", []
 
     def hold(self, piece: Piece) -> Callable:
@@ -156,7 +159,7 @@ class Printed:
             f"model ran, held back here; the first: {first!r}. Remove the print from the "
             "notebook that wrote it and run its checkpoint again, once you no longer need it."
         )
-        self.__init__()
+        self._start()
         return said
 
 

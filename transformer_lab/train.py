@@ -430,14 +430,14 @@ def seconds_a_step(
 
     def seconds(run) -> float:
         begin = time.perf_counter()
-        run().item()  # waits for the device
+        run()  # each returns a number read from the device: its work is done
         return time.perf_counter() - begin
 
     def step(at):
-        return lambda: stepper.take(*windows_at(corpus.train, at, T), recipe.grad_clip)
+        return lambda: stepper.take(*windows_at(corpus.train, at, T), recipe.grad_clip).item()
 
     def validate(at):  # a batch costs the same on any split: the training windows serve
-        return lambda: torch.tensor(estimate_loss(model, corpus.train, at[None], T, precision))
+        return lambda: estimate_loss(model, corpus.train, at[None], T, precision)
 
     def median(run) -> float:
         """The median over the timed starts, after the first ones warm `run`'s kernels up."""
