@@ -186,6 +186,8 @@ class Block(nn.Module):
 class MiniGPT(nn.Module):
     """Decoder-only transformer (Equation 14): embeddings, n_layers blocks, LN, W_o."""
 
+    block_type: type[Block] = Block  # the ablation ladder's variants build other blocks
+
     def __init__(
         self,
         config: GPTConfig = GPTConfig(),
@@ -199,7 +201,9 @@ class MiniGPT(nn.Module):
         self.tok_emb = nn.Embedding(config.vocab_size, config.d_model)
         self.pos_emb = nn.Embedding(config.T_max, config.d_model)
         self.drop = nn.Dropout(config.dropout)
-        self.blocks = nn.ModuleList(Block(config, attention, mask) for _ in range(config.n_layers))
+        self.blocks = nn.ModuleList(
+            self.block_type(config, attention, mask) for _ in range(config.n_layers)
+        )
         self.ln_f = nn.LayerNorm(config.d_model)
         self.W_o = nn.Linear(config.d_model, config.vocab_size)  # untied from tok_emb
         self.embed = embed
