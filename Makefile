@@ -37,14 +37,21 @@ COURSE_ARG = $(if $(COURSE),--course "$(COURSE)")
 # badge opens that copy. Empty: no badge; COURSE/publish/README.md says how to share them.
 PUBLISH_URL ?=
 # Grade only these students and/or notebooks (ids, space-separated); the report keeps the rest.
+# For collect: whose every file is (STUDENT), what every file was handed in for (NOTEBOOK).
 STUDENT ?=
 NOTEBOOK ?=
 # An emailed fix: the time it was handed in (ISO 8601; the course's zone unless it has an offset).
 SUBMITTED_AT ?=
+# A release that adds or removes a graded cell of a notebook with submissions: carry (the kit
+# rebuilds it in the gradebook, regrades it and puts back each hand grade of an unchanged answer)
+# or refuse (one line, nothing changed).
+ERRATA ?= carry
+# override-keep, override-clear: the check's grade id, as autograde's report names it.
+GRADE_ID ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help setup train notebooks regenerate-baselines test test-quick lint format bench core-minutes clean \
-	release roster collect autograde feedback export class-report formgrader
+.PHONY: help setup train notebooks regenerate-baselines ablations test test-quick lint format bench core-minutes clean \
+	release roster collect autograde feedback export class-report formgrader override-keep override-clear
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-22s %s\n", $$1, $$2}'
@@ -61,22 +68,26 @@ setup: $(VENV)/.installed ## create .venv and install the package (once; minutes
 regenerate-baselines: setup ## run the solution notebooks, refresh data/: MODE=auto|full|quick|smoke [SEEDS=0,1,2 [REPLACE=1]] (quick on 2 CPU cores: ~6 min a seed)
 	$(PY) -m maintainer.pipeline --mode $(MODE) --device $(DEVICE) $(if $(SEEDS),--seeds $(SEEDS)) $(if $(REPLACE),--replace)
 
+ablations: setup ## train the ablation ladder (7 rungs x SEEDS, quick budget, CPU) into data/baselines.json; resumes where it stopped (2 CPU cores: ~1 h for 3 seeds)
+	$(PY) -m maintainer.ablations --seeds $(or $(SEEDS),0,1,2)
+
 train: setup ## train and score one model: MODEL=gpt|lstm|trigram|5gram BUDGET=quick|full|smoke (quick GPT: ~5 min on 2 CPU cores)
 	$(PY) -m transformer_lab train --model $(MODEL) --budget $(BUDGET)
 
 notebooks: setup ## build notebooks/ and COURSE/{source,release,publish} from solutions/ (~30 s)
 	$(PY) -m maintainer.notebook_build $(COURSE_ARG) $(if $(PUBLISH_URL),--publish-url "$(PUBLISH_URL)")
 
-release: setup ## grading: nbgrader source/, release/ and publish/ (for students: the notebooks and the wheel their setup installs) in COURSE from solutions/: [PUBLISH_URL=github.com/ORG/REPO/blob/main] (~15 s)
-	$(PY) -m maintainer.notebook_build --no-workshop $(COURSE_ARG) $(if $(PUBLISH_URL),--publish-url "$(PUBLISH_URL)")
+release: setup ## grading: nbgrader source/, release/ and publish/ (for students: the notebooks and the wheel their setup installs) in COURSE from solutions/, swapped in only once all of it succeeded; says what changed against the gradebook: [NOTEBOOK="01_attention ..."] [ERRATA=carry|refuse] [PUBLISH_URL=github.com/ORG/REPO/blob/main] (~15 s; an errata regrades its notebook)
+	$(PY) -m maintainer.notebook_build --no-workshop $(COURSE_ARG) $(if $(PUBLISH_URL),--publish-url "$(PUBLISH_URL)") \
+		$(if $(NOTEBOOK),--only $(NOTEBOOK)) --errata $(ERRATA) $(if $(NO_SANDBOX),--no-sandbox)
 
 roster: setup ## grading: load the class into the gradebook; collect then files only students on it: ROSTER=students.csv
 	$(PY) -m grader $(COURSE_ARG) roster "$(ROSTER)"
 
-collect: setup ## grading: keep a folder, zip or emailed notebook and sort it into submitted/: SUBMISSIONS=path [PATTERN=regex] [STUDENT=id SUBMITTED_AT=2026-10-03T14:00] [TIMES=canvas_times.csv]
+collect: setup ## grading: keep a folder, zip or emailed notebook and sort it into submitted/: SUBMISSIONS=path [NOTEBOOK=NN_topic] [PATTERN=regex] [STUDENT=id SUBMITTED_AT=2026-10-03T14:00] [TIMES=canvas_times.csv]
 	$(PY) -m grader $(COURSE_ARG) collect "$(SUBMISSIONS)" $(if $(PATTERN),--pattern '$(PATTERN)') \
 		$(if $(STUDENT),--student '$(STUDENT)') $(if $(SUBMITTED_AT),--submitted-at '$(SUBMITTED_AT)') \
-		$(if $(TIMES),--times '$(TIMES)')
+		$(if $(TIMES),--times '$(TIMES)') $(if $(NOTEBOOK),--notebook '$(NOTEBOOK)')
 
 autograde: setup ## grading: preflight, execute in parallel sandboxes (bubblewrap), score, then lateness: [WORKERS=N] [SCHEDULER=tcp://host:8786] [STUDENT=id] [NOTEBOOK=NN_topic] (one student: ~40 s on 2 cores)
 	$(PY) -m grader $(COURSE_ARG) autograde $(if $(WORKERS),--workers $(WORKERS)) $(if $(NO_SANDBOX),--no-sandbox) $(if $(SCHEDULER),--scheduler $(SCHEDULER)) \
@@ -90,6 +101,12 @@ export: setup ## grading: the gradebook as CSV, COURSE/reports/grades.csv; grade
 
 formgrader: setup ## grading: nbgrader's formgrader on the course (127.0.0.1, token printed): grade the written answer by hand
 	$(PY) -m grader $(COURSE_ARG) formgrader
+
+override-keep: setup ## grading: an override set aside (its answer changed) counts again: STUDENT=id NOTEBOOK=NN_topic GRADE_ID=ex1_check
+	$(PY) -m grader $(COURSE_ARG) override keep "$(STUDENT)" "$(NOTEBOOK)" "$(GRADE_ID)"
+
+override-clear: setup ## grading: an override is dropped, the autograde standing (kept on record): STUDENT=id NOTEBOOK=NN_topic GRADE_ID=ex1_check
+	$(PY) -m grader $(COURSE_ARG) override clear "$(STUDENT)" "$(NOTEBOOK)" "$(GRADE_ID)"
 
 class-report: setup ## grading: pass rates and common mistakes per exercise, reports/class.{md,csv,png} (seconds)
 	$(PY) -m grader $(COURSE_ARG) class-report

@@ -8,6 +8,8 @@
     python -m grader export                  reports/grades.csv, gradesheet.csv, canvas_import.csv
     python -m grader class-report            reports/class.md: pass rates and common mistakes
     python -m grader formgrader              nbgrader's formgrader: grade the written answer
+    python -m grader override keep|clear ID NB GRADE_ID   an override set aside: count it again,
+                                             or let the autograde stand
 
 feedback and export leave a notebook whose written answer is not graded by hand yet without a
 score, and say whose; --partial writes its partial score, marked so.
@@ -26,7 +28,7 @@ from pathlib import Path
 
 from .course import COURSE, COURSE_ENV, GradingError, cell_timeout
 from .engine import autograde as engine
-from .term import canvas, hand_grading, nbgrader_apps, scores
+from .term import canvas, hand_grading, nbgrader_apps, overrides, scores
 from .term import collect as collecting
 from .term.bundles import bundle_feedback
 from .term.collected import pin_command
@@ -65,15 +67,8 @@ def add_autograde(commands) -> None:
     )
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--course",
-        type=Path,
-        default=COURSE,
-        help=f"the nbgrader course folder (default: ${COURSE_ENV}, else {COURSE})",
-    )
-    commands = parser.add_subparsers(dest="command", required=True)
+def add_collect(commands) -> None:
+    """`collect`'s options: whose the files are, when and what for they were handed in."""
     collect = commands.add_parser("collect", help="sort downloaded notebooks into submitted/")
     collect.add_argument("submissions", type=Path, help="a folder or a zip file")
     collect.add_argument(
@@ -95,8 +90,27 @@ def build_parser() -> argparse.ArgumentParser:
         type=Path,
         metavar="CSV",
         help="the LMS's own hand-in times: Canvas's submissions API as CSV (user_id, "
-        "assignment_id or assignment, submitted_at[, attachment_ids])",
+        "assignment_id or assignment, submitted_at[, attachment_ids]); with attachment_ids, "
+        "also what each upload was handed in for, as --notebook",
     )
+    collect.add_argument(
+        "--notebook",
+        metavar="NN_topic",
+        help="what every file was handed in for (Canvas's zip of one assignment): a file that "
+        "is another notebook is kept as the wrong notebook, graded as neither",
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--course",
+        type=Path,
+        default=COURSE,
+        help=f"the nbgrader course folder (default: ${COURSE_ENV}, else {COURSE})",
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    add_collect(commands)
     pin = commands.add_parser(
         "collect-pin", help="choose which kept file of a notebook counts, or list them"
     )
@@ -109,6 +123,15 @@ def build_parser() -> argparse.ArgumentParser:
     add_autograde(commands)
     form = commands.add_parser("formgrader", help="nbgrader's formgrader on the course")
     form.add_argument("--port", type=int, help="default: a free port")
+    override = commands.add_parser(
+        "override",
+        help="an override set aside because its answer changed: keep it (it counts again) or "
+        "clear it (the autograde stands); both stay on record in hand_grades.jsonl",
+    )
+    override.add_argument("action", choices=overrides.ACTIONS)
+    override.add_argument("student")
+    override.add_argument("notebook", help="NN_topic")
+    override.add_argument("grade_id", help="the check's grade id, as the report names it")
     add_reports(commands)
     return parser
 
@@ -152,6 +175,7 @@ def collect_command(args: argparse.Namespace, course: Course) -> None:
         student=args.student,
         submitted_at=args.submitted_at,
         times=args.times,
+        notebook=args.notebook,
     )
     print(found.summary)
 
@@ -182,6 +206,10 @@ def autograde_command(args: argparse.Namespace, course: Course) -> None:
         scheduler=args.scheduler,
     )
     print(scores.summary(outcomes))
+    with nbgrader_apps.gradebook(course) as gb:
+        said = hand_grading.regraded(outcomes, namer(course, gb))
+    if said:
+        print(said)
     print(f"report: {course.layout.report('autograde.md')}")
 
 
@@ -190,10 +218,11 @@ def feedback_command(args: argparse.Namespace, course: Course) -> None:
     print(f"feedback in {course.layout.step('feedback')}")
     with nbgrader_apps.gradebook(course) as gb:  # after nbgrader's feedback: its one session
         pending = hand_grading.waiting(gb, course.term.assigned)
+        written = hand_grading.written_answers(gb, course.term.assigned)
         who = namer(course, gb)
     bundles = bundle_feedback(course, pending, args.partial)
     print(f"{len(bundles)} feedback bundles in {course.layout.report('feedback_bundles')}")
-    said = hand_grading.summary(pending, args.partial, who)
+    said = hand_grading.summary(pending, args.partial, who, written)
     if said:
         print(said)
 
@@ -211,6 +240,10 @@ def formgrader_command(args: argparse.Namespace, course: Course) -> None:
     formgrader(course, args.port)
 
 
+def override_command(args: argparse.Namespace, course: Course) -> None:
+    print(overrides.override(course, args.action, args.student, args.notebook, args.grade_id))
+
+
 def export_command(args: argparse.Namespace, course: Course) -> None:
     target = (args.to or course.layout.report("grades.csv")).resolve()
     for line in export(course, target, args.partial, args.canvas_export):
@@ -225,6 +258,7 @@ COMMANDS = {
     "feedback": feedback_command,
     "class-report": class_report_command,
     "formgrader": formgrader_command,
+    "override": override_command,
     "export": export_command,
 }
 

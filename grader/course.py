@@ -16,6 +16,7 @@ nbgrader's release, feedback and export included, is the term's (grader/term/).
     gradebook.db                        nbgrader's gradebook
     course.toml                         the term's settings (grader/term/settings.py)
     roster.csv                          the class as `make roster` last loaded it
+    hand_grades.jsonl                   hand grades set aside or carried over an errata
     canvas_assignments.json             Canvas's ids of our assignments (grader/term/canvas.py)
     exchange/                           nbgrader's exchange, for the formgrader (unused)
 """
@@ -78,6 +79,17 @@ class Layout:
     def lms_ids(self) -> Path:
         """Canvas's ids of our assignments: {"01_attention": 7001, ...}."""
         return self.root / "canvas_assignments.json"
+
+    @property
+    def hand_grades(self) -> Path:
+        """Every hand grade set aside or carried over an errata, one JSON line each, never
+        rewritten (grader/engine/kept_grades.py)."""
+        return self.root / "hand_grades.jsonl"
+
+    def beside(self, purpose: str) -> Layout:
+        """A folder of its own beside the course folder, on the same disk, laid out as it is:
+        where a release is built, swapped in by renames only once all of it succeeded."""
+        return Layout(self.root.with_name(f".{self.root.name}.{purpose}"))
 
     @property
     def exchange(self) -> Path:

@@ -33,6 +33,7 @@ class SheetStatus(StrEnum):
     NOT_DUE = "not due"  # nothing handed in, not due yet
     SKIPPED = "skipped"  # extra credit, not handed in
     PENDING = "pending"  # handed in, not autograded yet
+    WRONG = "wrong notebook"  # only another notebook handed in for it (collect names it)
     QUARANTINED = Status.QUARANTINED.value
     FAILED = Status.FAILED.value
 
@@ -84,6 +85,23 @@ class Flag:
         return cls(**saved)
 
 
+@dataclass(frozen=True)
+class SetAside:
+    """An override (a hand score on an autograded check) whose answer changed since it was given:
+    the new autograde counts, and the override stays on record (COURSE/hand_grades.jsonl), to
+    count again with `python -m grader override keep`, or cleared (engine/kept_grades.py)."""
+
+    grade_id: str
+    override: float | None  # the hand score set aside
+    autograde: float | None  # the new autograde's score, which counts now
+    max_score: float
+
+    @classmethod
+    def read(cls, saved: dict | SetAside) -> SetAside:
+        """One as reports/autograde.json holds it."""
+        return saved if isinstance(saved, SetAside) else cls(**saved)
+
+
 @dataclass
 class Outcome:
     student: str
@@ -98,3 +116,8 @@ class Outcome:
     flags: list[Flag] = field(default_factory=list)  # for a look; never change a score
     seconds_late: float = 0.0  # past the due date (extension included): the term's, after scoring
     late_penalty: float = 0.0  # points nbgrader's late penalty takes off `score`: the term's too
+    # Hand grades over this grading (kept_grades.py): kept, their answers unchanged; written
+    # answers asked for again, their answers changed; overrides set aside, the autograde counting.
+    hand_kept: int = 0
+    hand_asked: list[str] = field(default_factory=list)
+    set_aside: list[SetAside] = field(default_factory=list)

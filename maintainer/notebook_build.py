@@ -14,20 +14,33 @@ and either can be autograded.
     python -m maintainer.notebook_build                  # write everything (`make notebooks`)
     python -m maintainer.notebook_build --course C --no-workshop   # source and release only
     python -m maintainer.notebook_build --check          # fail if notebooks/ drifted
+
+A release into a course folder is built beside it and swapped in only once all of it succeeded
+(grader/term/nbgrader_apps.staged): a failure leaves the course folder as it was. Against the
+gradebook it says what changed for each notebook; a graded cell added or removed under
+submissions is carried out by the kit, or refused with --errata refuse (grader/term/errata.py).
+The first release writes a commented course.toml where there is none.
 """
 
 from __future__ import annotations
 
 import argparse
 import copy
+import json
 import re
 import sys
 import tempfile
+import time
 import tomllib
 from pathlib import Path
 
-from grader.course import COURSE, Layout, nbgrader_config
-from grader.term.nbgrader_apps import release
+from grader.course import COURSE, GradingError, Layout, nbgrader_config
+from grader.engine.autograde import isolation
+from grader.term import errata
+from grader.term.course_open import Course
+from grader.term.nbgrader_apps import release, staged
+from grader.term.settings import starting_file
+from transformer_lab.hand_in import YOUR_ANSWER, YOUR_CODE
 
 from . import ROOT
 from .setup_cell import FORM, graded_setup, tags, workshop_setup
@@ -106,14 +119,57 @@ def _graded_header(name: str, config: dict, publish_url: str | None):
     import nbformat
 
     note = (
-        "_The graded notebook of this course. Work in it, then hand in the file "
-        "(File > Download > Download .ipynb)._"
+        "_The graded notebook of this course. Work in it; when you are done, run its last cell, "
+        "**Before you hand in**, then hand in the file it names (File > Download > Download "
+        ".ipynb)._"
     )
     if publish_url:
         note = f"{_badge(publish_colab_url(publish_url, name))}\n\n{note}"
     setup = graded_setup(published_wheel(publish_url), bool(publish_url))
     setup = nbformat.v4.new_code_cell(setup, metadata=dict(FORM))
     return nbformat.v4.new_markdown_cell(note), setup
+
+
+HAND_IN_HEADING = """## Before you hand in
+
+Run the next cell when you are done: it reads this notebook as the grader will read it, runs each
+check again, and says whether the file is ready to hand in, or what to fix first."""
+HAND_IN = """#@title Before you hand in: run this cell last, then download the notebook
+from checkpoints.hand_in import before_you_hand_in
+
+# The graded cells of this notebook as handed out, which the grader expects: your code, your
+# written answers and the checks (their code, as the grader runs it).
+before_you_hand_in(
+    "{name}",
+    {{
+{cells}
+    }},
+)"""
+
+
+def _hand_in_cells(nb, name: str) -> list:
+    """The hand-in check, before the closing cell of a graded notebook: a heading of its own (a
+    folded "After the lab" above never hides it), and its cell, with the graded cells it expects
+    written into its call (checkpoints/hand_in.py): from this build, as the release is."""
+    import nbformat
+    from nbgrader.preprocessors import ClearHiddenTests
+
+    expected = {}
+    for i, cell in enumerate(nb.cells):
+        meta = cell.metadata.get("nbgrader", {})
+        if meta.get("solution"):
+            expected[meta["grade_id"]] = YOUR_CODE if cell.cell_type == "code" else YOUR_ANSWER
+        elif meta.get("grade"):  # a check: what the release shows of it, as nbgrader clears it
+            shown, _ = ClearHiddenTests().preprocess_cell(copy.deepcopy(cell), {}, i)
+            expected[meta["grade_id"]] = shown.source.strip()
+    cells = "\n".join(
+        f"        {json.dumps(grade_id)}: {json.dumps(what, ensure_ascii=False)},"
+        for grade_id, what in expected.items()
+    )
+    return [
+        nbformat.v4.new_markdown_cell(HAND_IN_HEADING),
+        nbformat.v4.new_code_cell(HAND_IN.format(name=name, cells=cells), metadata=dict(FORM)),
+    ]
 
 
 def source_notebook(
@@ -128,7 +184,7 @@ def source_notebook(
     maintainer: keep the pipeline's cells (tagged "maintainer"), as papermill runs them.
     config: the [tool.transformer-lab.notebooks] settings (repository, ref), default pyproject's.
     graded: the nbgrader source's header (the published copy's badge, if publish_url is given),
-    not the workshop's.
+    not the workshop's, and the hand-in check before the closing cell.
     """
     import jupytext
     import nbformat
@@ -143,6 +199,8 @@ def source_notebook(
         badge, setup = _header(path.stem, config)
     nb.cells[1:1] = [badge, setup]  # after the title
     trains = path.stem in config.get("gpu", [])
+    if graded:
+        nb.cells += _hand_in_cells(nb, path.stem)
     nb.cells.append(nbformat.v4.new_markdown_cell(closing(trains)))
     nb.metadata = nbformat.from_dict(colab_metadata(trains))
     for i, cell in enumerate(nb.cells):
@@ -313,35 +371,99 @@ def build(
     with_release: bool = True,
     only: list[str] | None = None,
     publish_url: str | None = None,
+    **release_options,
 ) -> list[str]:
     """Write the nbgrader source of every notebook (or `only` these), the workshop notebooks
     and the Colab pipeline notebook (unless notebooks_dir is None), then nbgrader's release and
-    its copy to publish (publish/)."""
-    names = []
+    its copy to publish (publish/): release_course, which takes `release_options`. What to
+    print."""
+    known = [path.stem for path in sources()]
+    unknown = sorted(set(only or ()) - set(known))
+    if unknown:
+        raise GradingError(f"no solutions/{unknown[0]}.py: the notebooks are {', '.join(known)}")
+    graded = {}
     for path in sources():
         if only and path.stem not in only:
             continue
         # The graded flavours' header differs from the workshop's: it never links notebooks/.
-        graded = source_notebook(path, graded=True, publish_url=publish_url)
-        write(graded, Layout(Path(course)).notebook("source", path.stem))
+        graded[path.stem] = source_notebook(path, graded=True, publish_url=publish_url)
         if notebooks_dir is not None:
             workshop = workshop_notebook(source_notebook(path))
             write(workshop, Path(notebooks_dir) / f"{path.stem}.ipynb")
-        names.append(path.stem)
     if notebooks_dir is not None:  # beside this file, in a checkout or in a drift check's copy
         colab = Path(notebooks_dir).parent / "maintainer" / f"{COLAB_PIPELINE.stem}.ipynb"
         write(colab_pipeline_notebook(), colab)
-    if with_release:
-        release(Layout(Path(course)), names)
-        publish(names, course, publish_url)
-    return names
+    workshop = "" if notebooks_dir is None else " and notebooks/"
+    said = [f"built {name} in {course}/{{source,release}}{workshop}" for name in graded]
+    if not with_release:
+        for name, nb in graded.items():
+            write(nb, Layout(Path(course)).notebook("source", name))
+        return said
+    return said + release_course(Layout(Path(course)), graded, publish_url, **release_options)
+
+
+def release_course(
+    layout: Layout,
+    graded: dict,
+    publish_url: str | None = None,
+    errata_route: str = errata.CARRY,
+    sandboxed: bool = True,
+) -> list[str]:
+    """The nbgrader source, release and publish/ of the `graded` notebooks (name -> source
+    notebook), built beside the course folder and swapped in only when all of it succeeded;
+    what changed against the gradebook, each notebook nbgrader cannot change in place carried
+    out (grader/term/errata.py) unless `errata_route` is "refuse"; a commented course.toml where
+    there is none. What to print."""
+    try:
+        with staged(layout) as staging:
+            done = _release_staged(staging, graded, publish_url, errata_route, sandboxed)
+    except KeyboardInterrupt:
+        raise GradingError(f"release interrupted (Ctrl-C). {UNCHANGED}") from None
+    except GradingError as err:
+        said = str(err)
+        after = "\n" if "\n" in said else " "  # a one-line refusal stays one line
+        raise GradingError(f"{said}{after}{UNCHANGED}") from None
+    try:
+        course = Course.open(layout.root)
+    except GradingError as err:  # course.toml: the release is in place, its report waits
+        return [f"released; not reported, nor logged: {err}"]
+    return errata.report(course, *done)
+
+
+UNCHANGED = "Nothing in the course folder was changed."
+
+
+def _release_staged(staging, graded: dict, publish_url, errata_route: str, sandboxed: bool):
+    """release_course's work in the staging folder: (the changes, the regrade's outcomes, the
+    hand grades carried, its seconds, the sandbox it ran in)."""
+    stage, names = staging.layout, list(graded)
+    changes = errata.plan(stage, graded)
+    refused = errata.refusal(changes) if errata_route == errata.REFUSE else ""
+    if refused:
+        raise GradingError(refused)
+    for name, nb in graded.items():
+        write(nb, stage.notebook("source", name))
+    rebuilt = [change for change in changes if change.rebuilds]
+    isolated = isolation(sandboxed) if rebuilt else ""  # no sandbox: stops here, said why
+    for change in rebuilt:
+        staging.take_notebook(change.notebook, change.submissions)
+    carried = errata.set_aside(stage, rebuilt)
+    release(stage, names)
+    publish(names, stage.root, publish_url)
+    started = time.monotonic()
+    outcomes = errata.regrade(stage, rebuilt, carried, sandboxed=sandboxed)
+    seconds = time.monotonic() - started
+    if not stage.settings.is_file():
+        stage.settings.write_text(starting_file(), encoding="utf-8")
+    return changes, outcomes, carried, seconds, isolated
 
 
 def drift() -> list[str]:
     """Names of committed workshop notebooks that differ from a fresh build (or are missing)."""
     with tempfile.TemporaryDirectory() as tmp:
         fresh = Path(tmp) / "notebooks"
-        names = build(fresh, Path(tmp) / "course", with_release=False)
+        build(fresh, Path(tmp) / "course", with_release=False)
+        names = [path.stem for path in sources()]
         expected = {f"{n}.ipynb" for n in names}
         committed = {p.name for p in NOTEBOOKS.glob("*.ipynb")}
         changed = [
@@ -352,7 +474,7 @@ def drift() -> list[str]:
         return changed + sorted(committed - expected)
 
 
-def main() -> None:
+def command_line() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="only report drift; exit 1 if any")
     parser.add_argument("--only", nargs="+", metavar="NAME", help="build these notebooks only")
@@ -366,7 +488,24 @@ def main() -> None:
         help="where COURSE/publish/ is pushed, github.com/ORG/REPO/blob/BRANCH: the graded "
         "notebooks' Colab badge opens it (none without)",
     )
-    args = parser.parse_args()
+    parser.add_argument(
+        "--errata",
+        choices=(errata.CARRY, errata.REFUSE),
+        default=errata.CARRY,
+        help="a graded cell added or removed in a notebook with submissions: carry it out "
+        "(hand grades saved, the notebook rebuilt in the gradebook and regraded, each hand grade "
+        "of an unchanged answer put back; the default) or refuse the release",
+    )
+    parser.add_argument(
+        "--no-sandbox",
+        action="store_true",
+        help="regrade an errata's submissions without bubblewrap (trusted notebooks only)",
+    )
+    return parser
+
+
+def main() -> None:
+    args = command_line().parse_args()
     if args.publish_url:
         try:
             publish_colab_url(args.publish_url, "check")
@@ -382,15 +521,24 @@ def main() -> None:
         print("notebooks/ matches solutions/")
         return
     notebooks_dir = None if args.no_workshop else NOTEBOOKS
-    built = build(notebooks_dir, args.course, not args.no_release, args.only, args.publish_url)
-    for name in built:
-        workshop = "" if args.no_workshop else f" and notebooks/{name}.ipynb"
-        print(f"built {name} in {args.course}/{{source,release}}{workshop}")
+    try:
+        said = build(
+            notebooks_dir,
+            args.course,
+            not args.no_release,
+            args.only,
+            args.publish_url,
+            errata_route=args.errata,
+            sandboxed=not args.no_sandbox,
+        )
+    except GradingError as err:
+        sys.exit(str(err))
+    print("\n".join(said))
     if not args.no_release:
         publish = Layout(args.course).step("publish")
         print(f"to publish for students: {publish} (its README says where)")
     ref = settings()["ref"]
-    if ref not in tags():
+    if notebooks_dir is not None and ref not in tags():  # the workshop's setup cell clones it
         print(
             f"warning: the notebooks' ref {ref} names no tag of this repository, so the workshop "
             f"setup cell cannot clone it: `git tag {ref}` the release commit and push the tag",

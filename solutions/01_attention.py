@@ -109,7 +109,7 @@ check.exercise_0(read_the_model)
 #
 # - `Q`, `K`, `V` may have **any number of leading batch dimensions**: `(..., T, d_k)`. The
 #   provided multi-head layer calls it with `(B, n_heads, T, d_k)`, the head as a batch
-#   dimension, and from notebook 02 on it is your function that it calls.
+#   dimension; from notebook 03 on, the model the lab builds and trains calls yours.
 # - `allowed` is an optional **bool** tensor that broadcasts to `(..., T_q, T_k)`; `True` means
 #   "query $t$ may read key $i$". Forbidden scores become $-\infty$ *before* the softmax, so their
 #   weights are exactly 0 (notebook 02 builds the causal mask that uses this).
@@ -207,8 +207,9 @@ record(RESULTS, {"score_spread": {str(d_k): s for d_k, s in spread.items()}})
 #
 # The provided multi-head layer takes an attention function as a parameter, so your function
 # runs inside the whole model: the provided `MiniGPT` accepts any attention function with this
-# signature. The next cell runs the untrained model on yours and on the package's and compares
-# the logits. Notebook 04 trains the model on yours, the function written above, at every step.
+# signature. The next cell runs the untrained model on yours and, with the same weights, on
+# PyTorch's fused kernel (what `MiniGPT()` runs when given no function), and compares the
+# logits. Notebook 04 trains the model on yours, the function written above, at every step.
 
 # %%
 yours = tl.MiniGPT(attention=scaled_dot_product_attention).eval()
@@ -269,7 +270,7 @@ for ax, d_k in zip(axes, ROW_D_K, strict=True):
     unscaled = torch.softmax(q @ keys.T, dim=-1)[0]
     _, A = scaled_dot_product_attention(q, keys, torch.eye(10))
     positions = torch.arange(1, 11)
-    ax.bar(positions - 0.2, unscaled, width=0.4, label="without scaling")
+    ax.bar(positions - 0.2, unscaled, width=0.4, hatch="//", label="without scaling")
     ax.bar(positions + 0.2, A[0], width=0.4, label="with 1/√d_k")
     ax.set_title(f"d_k = {d_k}")
     ax.set_xlabel("key position i")
@@ -296,6 +297,13 @@ for d_k in ROW_D_K:
 # $\partial\alpha_{t,i}/\partial\,\mathrm{score}_j = \alpha_{t,i}(\mathbb 1[i=j]-\alpha_{t,j})$
 # is near 0 when every weight is near 0 or 1. With the scaling the row keeps the same moderate
 # shape at every $d_k$. These are random vectors: a picture of the first training step only.
+#
+# <details><summary>And after training?</summary>
+#
+# Measured in notebook 04's "After the lab", section "The ablation ladder", row `no_scaling`:
+# the mini-GPT trained without the 1/√d_k, on the full model's seeds.
+#
+# </details>
 #
 # ### Check yourself
 #

@@ -41,7 +41,7 @@ import torch
 import transformer_lab as tl
 from checkpoints import causal_mask as check
 from checkpoints import yours
-from transformer_lab.plots import plot_leak, plot_masks
+from transformer_lab.plots import leak_line, plot_leak, plot_masks
 
 DEVICE, BUDGET = tl.start_notebook(MODE, DEVICE)
 tl.use_drive(USE_DRIVE)  # on Colab, Google asks for your consent here
@@ -166,6 +166,7 @@ for label, step in (("your mask", attention), ("mask after the softmax", softmax
     moved[label] = (before - after).abs().amax(-1)  # the largest change of each v̄_t
 plot_leak(moved, t0)
 plt.show()
+print(leak_line(moved, t0))
 
 # %% [markdown]
 # **Next:** notebook 03 shows that attention cannot tell order on its own, and gives the model

@@ -41,8 +41,8 @@ pieces = yours.load(USE_DRIVE, notebook="03")  # your attention and mask, else t
 # %% [markdown]
 # ## Attention is blind to order
 #
-# One causal attention layer reads `dog bites man` and `bites dog man` (same characters, same
-# last one), first without positions, then with learned position vectors added.
+# The course's causal attention layer reads `dog bites man` and `bites dog man` (same characters,
+# same last one), without positions, then with learned position vectors added.
 
 # %%
 corpus = tl.load_corpus()
@@ -110,7 +110,7 @@ hidden.exercise_3(embed_with_positions)
 #
 # Every attention step is your attention function under your mask, computed as written
 # (Equations 3-4, never PyTorch's fused kernel). Where a piece of notebook 01 or 02 was not
-# found, the course's stands in, as the first cell said. The leak test changes the token at one
+# found, the course's stands in, as the lines printed under the imports said. The leak test changes the token at one
 # position; no logit before it may move at all. The model runs in evaluation mode, so dropout
 # cannot blur the comparison.
 #
@@ -143,6 +143,13 @@ record(RESULTS, {"leak": {"untrained_model": largest_leak}, "untrained_gpt_nats"
 # The lab *learns* the $p_t$ of Equation 8, as GPT models do: a second embedding table with one
 # row per position, $T_\text{max}$ rows, trained with everything else. The same character at two
 # positions now enters the first layer as two different vectors.
+#
+# <details><summary>What the positions are worth after training</summary>
+#
+# Measured in notebook 04's "After the lab", section "The ablation ladder", row `no_positions`:
+# the mini-GPT trained without its position table, on the full model's seeds.
+#
+# </details>
 #
 # ### The loss before training
 #
@@ -183,14 +190,15 @@ P[:, 1::2] = torch.cos(omega * t)
 
 fig, (left, right) = plt.subplots(1, 2, figsize=(11, 3.6))
 by_kind = torch.cat([P[:, 0::2], P[:, 1::2]], dim=1)  # the 64 sines, then the 64 cosines
-image = left.imshow(by_kind.T, aspect="auto", cmap="RdBu", vmin=-1, vmax=1, origin="lower")
+image = left.imshow(by_kind.T, aspect="auto", cmap="cividis", vmin=-1, vmax=1, origin="lower")
 left.axhline(D_MODEL // 2 - 0.5, color="black", linewidth=0.8)
 left.set_xlabel("position t")
 left.set_yticks([0, 32, 64, 96], ["sin, j = 0", "sin, j = 32", "cos, j = 0", "cos, j = 32"])
 left.set_title("p_t, one column per position")
 fig.colorbar(image, ax=left)
-for coordinate in (10, 20, 40, 60):
-    right.plot(P[:, coordinate], label=f"coordinate {coordinate}, ω = {omega[coordinate // 2]:.3g}")
+for coordinate, line in zip((10, 20, 40, 60), ("-", "--", ":", "-."), strict=True):
+    label = f"coordinate {coordinate}, ω = {omega[coordinate // 2]:.3g}"
+    right.plot(P[:, coordinate], linestyle=line, label=label)
 right.set_xlabel("position t")
 right.set_title("a few coordinates (sines) over t")
 right.legend(fontsize=8, loc="lower left")
@@ -215,7 +223,7 @@ for delta in (1, 5, 20):
 #
 # <details><summary>Answer</summary>
 #
-# One layer: the same, as the checkpoint above showed with characters. Position 3 holds *man*
+# One layer: the same, as "Attention is blind to order" at the top showed with characters. Position 3 holds *man*
 # in both orders and reads the set {dog, bites, man}; nothing in the sum depends on where each
 # element came from. Two layers: in general not. The first layer's outputs at positions 1 and 2
 # differ between the orders: in *dog bites man*, position 1 is *dog* having read itself alone

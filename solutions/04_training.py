@@ -41,8 +41,8 @@ from checkpoints import training as check
 from checkpoints import yours
 from checkpoints.leak import model_leak_test
 from transformer_lab.baselines import lab3_lstm_row
-from transformer_lab.plots import plot_loss_curves
 from transformer_lab.report import ResultRow, results_markdown
+from transformer_lab.saved_run import save_run
 
 DEVICE, BUDGET = tl.start_notebook(MODE, DEVICE)
 tl.use_drive(USE_DRIVE)  # on Colab, Google asks for your consent here
@@ -134,8 +134,9 @@ record(RESULTS, {"rows": {"trigram": rows[0].as_dict(), "5gram": rows[1].as_dict
 # <details><summary>The loop</summary>
 #
 # Before the first step a few steps on your pieces and on the course's are timed; if yours are
-# much slower, `PIECES = "course"` in the first cell trains on the course's this time. What your
-# pieces print while the model runs is held back and counted in one line.
+# much slower, `PIECES = "course"` in the parameters cell (the one that sets `MODE`) trains on
+# the course's this time. What your pieces print while the model runs is held back and counted
+# in one line.
 #
 # AdamW, a linear warm-up, cosine decay, gradient clipping at 1.0, and a validation estimate
 # every few hundred steps. Its learning rate was picked by a short sweep on the validation split
@@ -160,10 +161,7 @@ def train_and_score(name, make_model, evaluate, seed, label):
     recipe = tl.Recipe.of(BUDGET, lr=lr)  # the course's: AdamW, warm-up, cosine decay
     history = tl.train_lm(model, corpus, recipe, seed=seed, desc=f"{name}, seed {seed}")
     score = evaluate(model, corpus, characters=BUDGET.test_characters)
-    size = {"parameters": tl.count_parameters(model), "train_seconds": history.wall_time_s}
-    recipe = history.recipe.as_dict()  # how it trained, kept with the row
-    how = {"steps": BUDGET.steps, "batch_size": BUDGET.batch_size, "recipe": recipe}
-    row = ResultRow.from_score(label, 5, score, **how, **size)
+    row = ResultRow.from_training(label, 5, score, history, tl.count_parameters(model))
     trained = (
         f"{name}, seed {seed}: trained in {history.wall_time_s:.0f} s; test {row.nats:.4f} nats"
     )
@@ -184,12 +182,6 @@ rows.append(lstm_row)
 # %% tags=["maintainer"]
 record(RESULTS, {"rows": {"gpt": {"seeds": {str(SEED): gpt_row.as_dict()}}}})
 record(RESULTS, {"rows": {"lstm": {"seeds": {str(SEED): lstm_row.as_dict()}}}})
-
-# %%
-levels = {"ln 65 (uniform)": math.log(65)}
-levels |= {f"{row.model}, test": row.nats for row in rows[:2]}  # the n-grams of this run
-plot_loss_curves({"mini-GPT": gpt_history, "LSTM": lstm_history}, levels)
-plt.show()
 
 # %% [markdown]
 # ## The results table
@@ -241,80 +233,98 @@ if RESULTS is not None and BUDGET.name == "full":
     torch.manual_seed(0)
     lab3 = tl.CharLSTM(forget_gate_bias=tl.LAB3_FORGET_GATE_BIAS)
     lab3_history = tl.train_lm(lab3, corpus, tl.LAB3_RECIPE, desc="Lab 3 LSTM")
-    lab3_row = ResultRow.from_score(
-        lab3_label(lab3_history.recipe.as_dict()),
-        3,
-        tl.evaluate_lstm(lab3, corpus),
-        parameters=tl.count_parameters(lab3),
-        steps=tl.LAB3_RECIPE.steps,
-        batch_size=tl.LAB3_RECIPE.batch_size,
-        train_seconds=lab3_history.wall_time_s,
-        recipe=lab3_history.recipe.as_dict(),
-    )
+    label, score = lab3_label(lab3_history.recipe.as_dict()), tl.evaluate_lstm(lab3, corpus)
+    lab3_row = ResultRow.from_training(label, 3, score, lab3_history, tl.count_parameters(lab3))
     record(RESULTS, {"rows": {"lstm_lab3": lab3_row.as_dict()}})
 
 # %% [markdown]
-# The next cell saves the model for 05 and 06 (on Colab, in your Drive).
+# The next cell saves the model for 05 and 06, and this run for "After the lab" (on Colab, in
+# your Drive).
 #
 # <details><summary>Where it goes</summary>
 #
-# The file lands beside this notebook, which is enough where the notebooks share a folder (a
-# local Jupyter). On Colab every notebook runs on a machine of its own and this file is gone with
-# this runtime, so the copy goes to `MyDrive/transformer-lab/`, where 05 and 06 look first (the
-# Drive is used as `USE_DRIVE` says). The file says which pieces the model is
-# built from. Without your model, 05 and 06 use the mini-GPT the course recorded, and say so.
+# The files land beside this notebook, which is enough where the notebooks share a folder (a
+# local Jupyter). On Colab every notebook runs on a machine of its own and these files are gone
+# with this runtime, so the copies go to `MyDrive/transformer-lab/`, where 05, 06 and "After the
+# lab" look first (the Drive is used as `USE_DRIVE` says). `mini_gpt.pt` says which pieces the
+# model is built from; `mini_gpt_run.json` holds both results rows, the loss curves, samples of
+# both models, the budget and the device. Without your model, 05 and 06 use the mini-GPT the
+# course recorded, and say so.
 #
 # </details>
 
 # %%
-path = tl.save_gpt(
-    gpt, budget=BUDGET.name, seed=SEED, test_nats=gpt_row.nats, pieces=pieces.names()
-)
-print(f"saved to {path}. {tl.save_to_drive(path, USE_DRIVE)}")
+trained = {"gpt": (gpt, gpt_history, gpt_row), "lstm": (lstm, lstm_history, lstm_row)}
+print(save_run(trained, rows[:2], corpus.vocab, pieces.names(), USE_DRIVE))
+
+# %% [markdown]
+# <details><summary><b>Was your prediction right?</b></summary>
+#
+# Set the results table's mini-GPT and LSTM rows against what you wrote under "Your prediction":
+# which model is lower, by how much, and does your reason still hold? One seed at one budget is one measurement: "After the
+# lab" sets it beside the course's seeds at both budgets, and says how far a seed moves the gap.
+#
+# </details>
 
 # %% [markdown]
 # ## After the lab: what the course measured
 #
-# Run this after you have written your prediction. The numbers come from
-# `data/baselines.json`, measured by the course's pipeline at the stated budget, device and
-# seeds; your own run is one more measurement beside them. First the recorded table of your
-# budget (or the nearest one recorded); then both budgets side by side, every recorded seed a
-# dot and your run a star.
+# Read it once you have written your prediction: now, or later on a new runtime (a CPU one will
+# do; run the cells above Exercise 4, then this section). It reads nothing of this session's:
+# your run comes from the file the saving cell wrote, the one that printed "Saved mini_gpt.pt
+# and mini_gpt_run.json" (in your Drive, or beside this notebook), and the course's numbers from `data/baselines.json`, measured by the course's pipeline at the
+# stated budget, device and seeds. First your run, its loss curves and the recorded table of its
+# budget (or the nearest one recorded); then both budgets side by side, each recorded seed a
+# marker and your run a larger one, edged in black.
 
 # %%
 from transformer_lab.baselines import after_the_lab, load_baselines
+from transformer_lab.ladder import ladder_reading, try_rung
 from transformer_lab.lecture_reading import lecture_comparison
-from transformer_lab.plots import plot_budgets
+from transformer_lab.plots import (
+    budgets_line,
+    loss_curves_line,
+    plot_budgets,
+    plot_ladder,
+    plot_loss_curves,
+)
+from transformer_lab.saved_run import load_run
 
-own = {"gpt": gpt_row.nats, "lstm": lstm_row.nats}
-display(Markdown(after_the_lab(BUDGET.name, DEVICE, own["gpt"], own["lstm"])))
+run = load_run(USE_DRIVE)  # your saved run: where none is, it says what to run
+print(run.said())
+plot_loss_curves(run.curves, run.levels)
+plt.show()
+print(loss_curves_line(run.curves, run.levels))
+display(Markdown(after_the_lab(run.budget, run.device_class, run.nats["gpt"], run.nats["lstm"])))
 
 # %%
-plot_budgets(load_baselines() or {}, DEVICE, own=(BUDGET.name, own))
+baselines, own = load_baselines() or {}, (run.budget, run.nats)
+plot_budgets(baselines, run.device_class, own=own)
 plt.show()
+print(budgets_line(baselines, run.device_class, own=own))
 
 # %% [markdown]
 # ### Samples
 #
-# 300 characters from each model after the same prompt, at temperature 0.8.
+# Each model of your run after the same prompt, as the saving cell sampled them.
 
 # %%
-prompt = corpus.vocab.encode("ROMEO:\n")
-for label, model in (("mini-GPT", gpt), ("LSTM", lstm)):
-    out = tl.generate(model, prompt, 300, temperature=0.8, seed=0)
-    print(f"--- {label} ---\n{corpus.vocab.decode(prompt + out.ids)}\n{tl.printed(model)}")
+print(run.samples())
 
 # %% [markdown]
 # ### Your `lm_metrics` beside PyTorch's
 #
-# Your `lm_metrics` on one batch of test windows, beside PyTorch's `F.cross_entropy` on the same
-# logits: the two must agree.
+# Your `lm_metrics` on one batch of test windows of your saved mini-GPT, beside PyTorch's
+# `F.cross_entropy` on the same logits: the two must agree. (On a new runtime, first run the cell
+# of Exercise 4 where you wrote `lm_metrics`.)
 
 # %%
-x, y = tl.sample_batch(corpus.test, 8, gpt.config.T_max, torch.Generator().manual_seed(0))
+saved_gpt = run.gpt(DEVICE)
+x, y = tl.sample_batch(corpus.test, 8, saved_gpt.config.T_max, torch.Generator().manual_seed(0))
 with torch.no_grad():
-    nats, perplexity, bits = lm_metrics(gpt(x).float(), y)
-reference = torch.nn.functional.cross_entropy(gpt(x).flatten(0, 1).float(), y.flatten()).item()
+    logits = saved_gpt(x).float()
+nats, perplexity, bits = lm_metrics(logits, y)
+reference = torch.nn.functional.cross_entropy(logits.flatten(0, 1), y.flatten()).item()
 print(
     f"yours: {nats:.4f} nats, perplexity {perplexity:.3f}, {bits:.4f} bits;  "
     f"reference: {reference:.4f} nats"
@@ -324,13 +334,44 @@ print(
 # The lecture's "After the Lab" reads a table of its own run. Below, each of its points is set
 # against this course's recorded runs, computed from the same file: the margin over the counts,
 # the two LSTM rows, GPT against the retrained LSTM at each budget (one verdict per budget: the
-# gap between the mean losses against its own 95 % interval over the seeds, paired seed by
-# seed; fewer than three seeds of each model settle nothing), the budget in parameters and
-# training time, and the context each model reads. Where this course's numbers differ from the
-# lecture's, it says so.
+# gap between the mean losses against its own 95 % interval over the seeds, seed by seed where
+# that narrows it; fewer than three seeds of each model settle nothing), the trend from one
+# budget to the other, the budget in parameters and training time, and the context each model
+# reads. Where this course's numbers differ from the lecture's, it says so.
 
 # %%
-display(Markdown(lecture_comparison(DEVICE)))
+display(Markdown(lecture_comparison(run.device_class)))
+
+# %% [markdown]
+# ### The ablation ladder
+#
+# The lecture says why each part of the model is there: positions, because attention is blind
+# to order (§5); the 1/√d_k, to keep the softmax out of saturation (§2); several narrow heads
+# rather than one wide one (§4); pre-norm, which trains stably and without warm-up (§6); the
+# feed-forward layer (§6). The ladder measures each claim: the mini-GPT trained again without
+# one part, on the full model's seeds, and read against it by the rule of "GPT against the
+# retrained LSTM" above. The figure
+# shows each rung's Δ test loss with its 95% interval and each seed's difference; the table says
+# what each rung takes away, the claim it tests and whether the claim holds here.
+
+# %%
+plot_ladder(baselines, run.budget, run.device_class)  # nothing drawn where none is recorded
+plt.show()
+display(Markdown(ladder_reading(run.budget, run.device_class)))
+
+# %% [markdown]
+# <details><summary>Optional: train one rung yourself</summary>
+#
+# On a T4 the next cell trains the rung `RUNG` names, one seed at the quick budget, and sets its
+# test loss beside the recorded seeds. On a CPU it says what the training would take and trains
+# only if you set `TRAIN_ON_CPU = True`.
+#
+# </details>
+
+# %%
+RUNG = "no_positions"  # or no_scaling, post_norm, no_warmup, one_head, no_ffn
+TRAIN_ON_CPU = False
+print(try_rung(RUNG, corpus, DEVICE, TRAIN_ON_CPU, most=BUDGET))
 
 # %% [markdown]
 # ### Check yourself

@@ -1,12 +1,13 @@
 # %% [markdown]
 # # Lab 5 · Notebook 5 — Looking at the heads
 #
-# **Exercise 5** measures how far back each of the 16 trained heads reads.
+# **Exercise 5** measures how far back each head reads.
 #
 # <details><summary>More</summary>
 #
-# After the exercise, look at the weights of the first and the last layer. **After the lab**, at
-# the end: one head reading `To be,`, and what such pictures say. As before, the exercise is a
+# After the exercise, each head is switched off in turn, to test what a map of its weights would
+# suggest. **After the lab**, at the end: the weights of the first and the last layer, one head
+# reading `To be,`, and what such pictures say. As before, the exercise is a
 # `# TODO` stub with a folded **hint** above it, and the **checkpoint** under it passes with a ✅
 # line or names the likely mistake.
 #
@@ -31,20 +32,21 @@ import torch
 import transformer_lab as tl
 from checkpoints import heads as check
 from checkpoints import yours
+from transformer_lab.plots import plot_head_costs
 
 DEVICE, BUDGET = tl.start_notebook(MODE, DEVICE)
 tl.use_drive(USE_DRIVE)  # on Colab, Google asks for your consent here
 
 # %%
 corpus = tl.load_corpus(DEVICE)
-model, info, run, origin = tl.load_trained_gpt(BUDGET.name, DEVICE, use_drive=USE_DRIVE)
+model, info, run, origin = tl.load_trained_gpt(DEVICE, use_drive=USE_DRIVE)
 model = yours.load(USE_DRIVE).plug(model)  # on your pieces of 01-03: A is what yours returns
-print(f"Looking at {origin}.")  # its budget: a smoke model's few steps leave its heads random
+print(f"Looking at {origin}.")  # its budget, from its own file: a few steps leave heads random
 
 # %% [markdown]
 # ## Exercise 5 · Looking at the heads (7 min)
 #
-# The **mean attention distance** of a head, in characters, is how far back its queries read:
+# A head's **mean attention distance**, in characters, is how far back its queries read:
 #
 # $$D = \frac{1}{T}\sum_{t=0}^{T-1}\;\sum_{i=0}^{t} \alpha_{t,i}\,(t-i).$$
 #
@@ -83,35 +85,100 @@ hidden.exercise_5(mean_attention_distance)
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# ## All 16 heads on validation text
+# ## Each head switched off
 
 # %%
 WINDOWS, T = 16, model.config.T_max
-# (B, T) character ids, from a CPU generator: the same windows on every device
-windows, _ = tl.sample_batch(corpus.val, WINDOWS, T, torch.Generator().manual_seed(0))
+# (B, T) windows and their next characters, from a CPU generator: the same on every device
+windows, targets = tl.sample_batch(corpus.val, WINDOWS, T, torch.Generator().manual_seed(0))
 with torch.no_grad():
     _, A = model(windows, return_attention=True)  # (n_layers, B, n_heads, T, T)
 distances = mean_attention_distance(A).mean(dim=1).float().cpu()  # (n_layers, n_heads)
-n_layers, n_heads = distances.shape
-
-fig, ax = plt.subplots(figsize=(5.6, 4.0), layout="constrained")
-image = ax.imshow(distances, cmap="magma", vmin=0, vmax=(T - 1) / 4)
-for layer in range(n_layers):
-    for r in range(n_heads):
-        ax.text(r, layer, f"{distances[layer, r]:.1f}", ha="center", va="center", color="0.5")
-ax.set_xticks(range(n_heads), [f"head {r + 1}" for r in range(n_heads)])
-ax.set_yticks(range(n_layers), [f"layer {layer + 1}" for layer in range(n_layers)])
-ax.set_title(f"How far back each head reads (characters), {WINDOWS} windows of T = {T}")
-fig.colorbar(image, ax=ax, label=f"mean distance D ({(T - 1) / 4} = uniform)")
+# each head switched off in turn (its slice of V_bar zeroed before W_proj), loss measured again
+ablation = tl.head_ablation(model, windows, targets)
+plot_head_costs(distances, ablation.costs, T)
 plt.show()
+print(ablation.summary(distances))
 
 # %% tags=["maintainer"]
-record(RESULTS, {"mean_attention_distance": distances.tolist()})
+record(RESULTS, {"mean_attention_distance": distances.tolist()} | ablation.record())
 
 # %% [markdown]
-# ## The weights of the first and the last layer (brighter: more weight)
+# **1.** Which head costs most, and how far back does it read? Does the furthest-reading head
+# cost most?
+#
+# <details><summary>What it says</summary>
+#
+# "An attention map explains the prediction" is one of the lecture's gotchas: there are
+# $n_h \times n_\ell$ maps, and the vectors read at layer $\ell$ are already mixtures of many
+# characters. The plot puts the claim to a test. A head that reads far back draws a wide,
+# striking map; if switching it off barely moves the loss, the prediction did not need what it
+# read. A head that reads only the last character or two can be the one the model cannot do
+# without. A map says where a head reads; switching the head off says whether the model needs
+# it. The test has limits of its own: the layers after a head were trained with it on, two heads
+# may each be cheap alone and costly together, and the costs are those of these 16 windows.
+#
+# </details>
+#
+# **End of the core path.**
+
+# %% [markdown]
+# ## After the lab · for reading afterwards
+#
+# ### Where the model comes from
+#
+# The cell that prints "Looking at …", under the setup, looks for the model you trained in
+# notebook 04, in this order:
+#
+# 1. on Colab, in your Google Drive (`MyDrive/transformer-lab/mini_gpt.pt`, where 04 copies
+#    it), mounted by the setup cell unless `USE_DRIVE = False`;
+# 2. beside this notebook (`mini_gpt.pt`), where 04 saves it: a local Jupyter, or 04 run in
+#    this same runtime;
+# 3. otherwise the mini-GPT the course trained at the full budget, the lecture's, and recorded
+#    with its baselines (the quick one only where no full one is recorded), from your device
+#    class where one is recorded.
+#
+# It prints which model you are looking at, the budget it was trained at (read from the model's
+# own file, not from this runtime's device) and, for a recorded one, which run and why: every
+# number below belongs to that model and its budget, not to "the transformer" in general.
+#
+# ### How far back a head can read
+#
+# Row $t$ of a head's matrix $A$ holds the weights $\alpha_{t,i}$ with which query $t$ reads key
+# $i$. Under the causal mask they are zero for $i > t$ and sum to 1 over $i \le t$. Reading key
+# $i$ from position $t$ means looking $t - i$ characters back, so $\sum_{i \le t}\alpha_{t,i}\,(t-i)$
+# is the expected look-back of query $t$. Averaged over the $T$ queries of a window, it gives the
+# **mean attention distance** of the head, in characters, $D$ of Exercise 5.
+#
+# In the cell under "Each head switched off", `return_attention=True` gives $A$ as
+# `(n_layers, B, n_heads, T, T)`.
+#
+# Two reference values for a 128-character window: a head that reads only the current character
+# scores 0, and a head that spreads its weight evenly over everything it may read scores
+# $(T-1)/4 = 31.75$. No head can score more than $(T-1)/2 = 63.5$, because early queries have
+# little to look back on.
+#
+# **Look back.** Which layer holds the heads that read furthest back in your map of distances
+# (the left of the two plots): the first, or the last? Is that what you expected?
+#
+# Layers and heads are numbered from 1 in the map above, as in the lecture; in code, layer 1
+# is index 0.
+#
+# The checkpoint of Exercise 5 starts with three matrices whose answer you can work out in your
+# head, for $T = 6$: every query reads only itself ($D = 0$); every query reads only the first
+# character (row $t$ looks back $t$, so $D = 2.5$); row $t$ spreads its weight evenly over keys
+# $0..t$ (row $t$ looks back $t/2$ on average, so $D = 1.25$).
+#
+# ### The weights of the first and the last layer (brighter: more weight)
+#
+# **Look for:** heads whose weight hugs the diagonal (the last few characters), heads with
+# vertical stripes (one position read by many later queries: the text above the maps tells you
+# which character sits there), and heads that smear their weight over the whole past. Then find
+# the costliest head and the one that reads furthest back, if they are among these eight: what
+# would their maps alone have told you?
 
 # %%
+n_layers, n_heads = distances.shape
 val_start = len(corpus.train)  # the validation split follows the training split
 start = corpus.text.index("\n", val_start + 2_000) + 1 - val_start  # a line start
 shown = corpus.val[start : start + 64][None]  # (1, 64) character ids
@@ -132,71 +199,19 @@ fig.suptitle(f"{corpus.vocab.decode(shown[0])!r}\n(a uniform head: D = {(shown.s
 plt.show()
 
 # %% [markdown]
-# **End of the core path.** Notebook 06 is the optional challenge.
-
-# %% [markdown]
-# ## After the lab · for reading afterwards
+# ### Recorded distances and head costs
 #
-# ### Where the model comes from
-#
-# The cell under "The model you are looking at" looks for the model you trained in notebook 04,
-# in this order:
-#
-# 1. on Colab, in your Google Drive (`MyDrive/transformer-lab/mini_gpt.pt`, where 04 copies
-#    it), mounted by the setup cell unless `USE_DRIVE = False`;
-# 2. beside this notebook (`mini_gpt.pt`), where 04 saves it: a local Jupyter, or 04 run in
-#    this same runtime;
-# 3. otherwise the mini-GPT the course trained and recorded with its baselines, from the
-#    recorded run nearest to your budget and device.
-#
-# It prints which model you are looking at and, for a recorded one, which run and why that run:
-# every number below belongs to that model and its budget, not to "the transformer" in general.
-#
-# ### How far back a head can read
-#
-# Row $t$ of a head's matrix $A$ holds the weights $\alpha_{t,i}$ with which query $t$ reads key
-# $i$. Under the causal mask they are zero for $i > t$ and sum to 1 over $i \le t$. Reading key
-# $i$ from position $t$ means looking $t - i$ characters back, so $\sum_{i \le t}\alpha_{t,i}\,(t-i)$
-# is the expected look-back of query $t$. Averaged over the $T$ queries of a window, it gives the
-# **mean attention distance** of the head, in characters, $D$ of Exercise 5.
-#
-# In the cell of "All 16 heads on real text", `return_attention=True` gives $A$ as
-# `(n_layers, B, n_heads, T, T)`.
-#
-# Two reference values for a 128-character window: a head that reads only the current character
-# scores 0, and a head that spreads its weight evenly over everything it may read scores
-# $(T-1)/4 = 31.75$. No head can score more than $(T-1)/2 = 63.5$, because early queries have
-# little to look back on.
-#
-# **Look back.** Which layer holds the heads that read furthest back in your map of distances:
-# the first, or the last? Is that what you expected?
-#
-# Layers and heads are numbered from 1 in the map above, as in the lecture; in code, layer 1
-# is index 0.
-#
-# The checkpoint of Exercise 5 starts with three matrices whose answer you can work out in your
-# head, for $T = 6$: every query reads only itself ($D = 0$); every query reads only the first
-# character (row $t$ looks back $t$, so $D = 2.5$); row $t$ spreads its weight evenly over keys
-# $0..t$ (row $t$ looks back $t/2$ on average, so $D = 1.25$).
-#
-# ### What to look for in the weights of the first and the last layer
-#
-# **Look for:** heads whose weight hugs the diagonal (the last few characters), heads with
-# vertical stripes (one position read by many later queries: the text above the maps tells you which
-# character sits there), and heads that smear their weight over the whole past.
-
-# %% [markdown]
-# ### Recorded distances
-#
-# Distances belong to one model: they change with the budget, the seed and the machine. So the
-# next cell shows recorded distances only when you are looking at a recorded model, and then
-# those of that model's own run (from `data/baselines.json`), saying which run it is and why.
-# For your own model nothing recorded belongs beside it: the map above is its measurement.
+# Distances and head costs belong to one model: they change with the budget, the seed and the
+# machine. So the next cell shows recorded ones only when you are looking at a recorded model,
+# and then those of that model's own run (from `data/baselines.json`). For your own model
+# nothing recorded belongs beside it: the plots above are its measurement.
 
 # %%
-from transformer_lab.baselines import recorded_distances, run_key
+from transformer_lab.baselines import recorded_distances
+from transformer_lab.heads import recorded_head_costs
 
-print(recorded_distances(run, run_key(BUDGET.name, DEVICE)))
+print(recorded_distances(run))
+print(recorded_head_costs(run))
 
 # %% [markdown]
 # ### One head reading `To be,`
@@ -257,13 +272,14 @@ print(
 #   changes little;
 # - the pattern changes with the text and with the seed of the run.
 #
-# A claim such as "this head tracks the speaker" needs an intervention: remove the head (set its
-# weights to zero) and measure what the loss loses, on which characters. The maps are where you
-# get the idea for that test, not the test itself.
+# A claim such as "this head tracks the speaker" needs an intervention, as in the core path:
+# switch the head off and measure what the loss loses, and then on which characters, which the
+# plot's one number per head does not say. The maps are where you get the idea for that test,
+# not the test itself.
 #
 # ### Check yourself
 #
-# **1.** The lab's model has $d_{\text{model}} = 128$ and $n_h = 4$. How many weights do
+# **2.** The lab's model has $d_{\text{model}} = 128$ and $n_h = 4$. How many weights do
 # $W_Q$, $W_K$ and $W_V$ hold across all heads of one layer? Redo the count with $n_h = 16$. What
 # changed, and what did you trade? (The cell after the answer counts for you.)
 #
@@ -286,7 +302,7 @@ for n_h in (4, 16):
     print(f"n_heads = {n_h:>2}: d_k = {128 // n_h:>2}, W_Q + W_K + W_V hold {qkv:,} weights")
 
 # %% [markdown]
-# **2.** A head scores $D = 0$ on every window. What does its $A$ look like, and what does the
+# **3.** A head scores $D = 0$ on every window. What does its $A$ look like, and what does the
 # head contribute to position $t$? Another head scores $D = 31.75$ on 128-character windows: can
 # you conclude that it spreads its weight evenly?
 #
@@ -301,7 +317,7 @@ for n_h in (4, 16):
 #
 # </details>
 #
-# **3.** $D$ depends on the window length as well as on the head. Give a head whose $D$ roughly
+# **4.** $D$ depends on the window length as well as on the head. Give a head whose $D$ roughly
 # doubles when the windows go from $T = 64$ to $T = 128$, and one whose $D$ barely moves.
 #
 # <details><summary>Answer</summary>

@@ -31,7 +31,7 @@ import torch.nn as nn
 import transformer_lab as tl
 from checkpoints import stretch as check
 from checkpoints import yours
-from transformer_lab.plots import StepClock, plot_step_times
+from transformer_lab.plots import StepClock, plot_step_times, step_times_line
 from transformer_lab.runtime import device_name
 
 DEVICE, BUDGET = tl.start_notebook(MODE, DEVICE)
@@ -63,7 +63,8 @@ tl.use_drive(USE_DRIVE)  # on Colab, Google asks for your consent here
 #
 # Write `forward(self, H)` and return the pair `(output, A)`, as the package's layer does. Use
 # the package's `tl.scaled_dot_product_attention` and `tl.causal_mask`: they do what your
-# functions of notebooks 01 and 02 do (to use yours instead, paste them into a cell above).
+# functions of notebooks 01 and 02 do. Yours are kept in `my_transformer.py`: to use them,
+# `pieces = yours.load(USE_DRIVE)` and call `pieces.attention.fn` and `pieces.mask.fn`.
 # `__init__` is given: keep it as it is, so that the checkpoint can copy the package's weights
 # into your layer by name.
 #
@@ -190,14 +191,14 @@ hidden.challenge_b(MyBlock)
 # `MyBlock`s, each holding your attention layer, with the weights copied over. The weights are
 # those of a trained mini-GPT: yours from notebook 04 if it can be found (on Colab in your Google
 # Drive, `MyDrive/transformer-lab/`, mounted by the setup cell unless `USE_DRIVE = False`;
-# else beside this notebook), otherwise the one the course recorded. The cell says which, and
-# for a recorded model which run and why.
+# else beside this notebook), otherwise the course's, trained at the full budget. The cell says
+# which, at what budget (as the model's own file says), and for a recorded model which run.
 #
 # The check compares the logits with the package's model and runs the leak test of notebook 03
 # on yours.
 
 # %%
-gpt, info, run, origin = tl.load_trained_gpt(BUDGET.name, DEVICE, use_drive=USE_DRIVE)
+gpt, info, run, origin = tl.load_trained_gpt(DEVICE, use_drive=USE_DRIVE)
 print(f"Using {origin}.")
 pieces = yours.load(USE_DRIVE)  # your pieces from 01-03 where found, else the course's
 gpt = pieces.plug(gpt)
@@ -292,6 +293,7 @@ for label, use_cache in (("recomputed", False), ("KV cache", True)):
 where = f"{device_name(DEVICE)}, in this runtime"
 plot_step_times(step_seconds, len(prompt), gpt.config.T_max, where)
 plt.show()
+print(step_times_line(step_seconds, len(prompt), gpt.config.T_max))
 
 # %% [markdown]
 # The logits agree up to rounding (the sums are done in a different order), which is why the
@@ -348,6 +350,9 @@ with torch.no_grad():
 # original post-norm recipe needs a careful learning-rate warm-up, and in pre-norm the warm-up can
 # be removed (Xiong et al., 2020). The lab's loop keeps a short one anyway (the first 5 % of
 # the steps); both arrangements can be trained well with the right schedule.
+#
+# Measured in notebook 04's "After the lab", section "The ablation ladder", rows `post_norm` and
+# `no_warmup`: the mini-GPT trained post-norm, and pre-norm without its warm-up.
 #
 # </details>
 #

@@ -112,20 +112,21 @@ def _recorded(tmp_path, monkeypatch) -> tuple:
     return model, model_file
 
 
-def test_a_fresh_runtime_uses_the_recorded_model(tmp_path, monkeypatch, t4):
+def test_a_fresh_runtime_uses_the_recorded_model(tmp_path, monkeypatch):
     model, _ = _recorded(tmp_path, monkeypatch)
-    loaded, info, run, origin = load_trained_gpt("full", "cpu")
+    loaded, info, run, origin = load_trained_gpt("cpu")
     assert torch.equal(loaded.W_o.weight, model.W_o.weight) and info["seed"] == 0
     assert run == "quick/cpu"  # the run key travels with the model
-    assert "recorded mini-GPT of run `quick/cpu`" in origin and "your `full/cpu`" in origin
-    assert "the same device class at the other budget" in origin  # why it is the nearest
+    assert "the course's mini-GPT trained at the quick budget (1,500 steps)" in origin
+    assert "(run `quick/cpu`, seed 0, 2026-11-01)" in origin
+    assert origin.endswith("; no model is recorded at the full budget")  # why not the full one
 
 
 def test_the_runtime_s_own_model_comes_first(tmp_path, monkeypatch):
     _recorded(tmp_path, monkeypatch)
     mine = MiniGPT(GPTConfig(d_model=16, n_heads=2, n_layers=1, T_max=16))
     save_gpt(mine, budget="smoke", seed=3)  # what notebook 04 leaves beside itself
-    loaded, info, run, origin = load_trained_gpt("quick", "cpu")
+    loaded, info, run, origin = load_trained_gpt("cpu")
     assert info["seed"] == 3 and "you trained in notebook 04" in origin and run is None
     assert torch.equal(loaded.W_o.weight, mine.W_o.weight)
 
@@ -139,23 +140,21 @@ def test_a_run_recorded_without_a_model_lends_neither_model_nor_distances(tmp_pa
     full["results"]["mean_attention_distance"] = [[7.0, 8.0]]
     baselines["runs"]["full/cpu"] = full
     (tmp_path / "baselines.json").write_text(json.dumps(baselines))
-    *_, run, origin = load_trained_gpt("full", "cpu")
-    assert run == "quick/cpu" and "`full/cpu` is recorded without a saved model" in origin
-    shown = recorded_distances(run, "full/cpu")
+    *_, run, origin = load_trained_gpt("cpu")
+    assert run == "quick/cpu" and "no model is recorded at the full budget" in origin
+    shown = recorded_distances(run)
     assert "1.0    2.0" in shown and "7.0" not in shown  # quick/cpu's, not full/cpu's
-    assert "run `quick/cpu`" in shown and "`full/cpu` is recorded without a saved model" in shown
-    assert "nearest recorded run with a saved model" in shown
+    assert "Recorded for run `quick/cpu`, the run whose model (seed 0) is loaded above." in shown
 
 
-def test_recorded_distances_name_their_run_and_stay_silent_for_the_student_s_model(t4):
+def test_recorded_distances_name_their_run_and_stay_silent_for_the_student_s_model():
     runs = {"runs": {"full/cpu": _run("full", "cpu")}}
-    shown = recorded_distances("full/cpu", "full/cuda-fp16", baselines=runs)
+    shown = recorded_distances("full/cpu", baselines=runs)
     assert "layer 1:" in shown and "run `full/cpu`" in shown
-    assert "nothing is recorded for your `full/cuda-fp16`" in shown
-    assert "the same budget on another device class" in shown
-    own = recorded_distances(None, "full/cpu", baselines=runs)
+    assert "mode `full`" in shown and "This is not your own run" not in shown
+    own = recorded_distances(None, baselines=runs)
     assert "your own model" in own and "layer 1:" not in own
-    missing = recorded_distances("quick/cpu", "quick/cpu", baselines=runs)
+    missing = recorded_distances("quick/cpu", baselines=runs)
     assert "No mean attention distances are recorded for run `quick/cpu`" in missing
 
 
@@ -163,7 +162,7 @@ def test_a_recorded_model_that_does_not_match_its_digest_is_refused(tmp_path, mo
     _, model_file = _recorded(tmp_path, monkeypatch)
     model_file.write_bytes(model_file.read_bytes()[:-10])
     with pytest.raises(FileNotFoundError, match="SHA-256"):
-        load_trained_gpt("quick", "cpu")
+        load_trained_gpt("cpu")
 
 
 def _compared(
@@ -229,6 +228,22 @@ def _paired_interval(gpt: dict, lstm: dict) -> tuple[float, float]:
     mean = sum(d) / len(d)
     sd = math.sqrt(sum((x - mean) ** 2 for x in d) / (len(d) - 1))
     return mean, T_975[len(d) - 1] * sd / math.sqrt(len(d))
+
+
+def _welch_interval(gpt: dict, lstm: dict) -> tuple[float, float]:
+    """The same, as a difference of two means (Welch's), worked out here."""
+    n_g, n_l = len(gpt), len(lstm)
+    m_g, m_l = sum(gpt.values()) / n_g, sum(lstm.values()) / n_l
+    a = sum((x - m_g) ** 2 for x in gpt.values()) / (n_g - 1) / n_g
+    b = sum((x - m_l) ** 2 for x in lstm.values()) / (n_l - 1) / n_l
+    df = (a + b) ** 2 / (a**2 / (n_g - 1) + b**2 / (n_l - 1))
+    return m_l - m_g, t_quantile(0.975, df) * math.sqrt(a + b)
+
+
+def _interval(gpt: dict, lstm: dict) -> tuple[float, float, bool]:
+    """(mean gap, half-width, paired): seed by seed where that interval is the narrower."""
+    paired, welch = _paired_interval(gpt, lstm), _welch_interval(gpt, lstm)
+    return (*paired, True) if paired[1] <= welch[1] else (*welch, False)
 
 
 # The lecture's evidence at the full budget: one seed each, the GPT lower by 0.025 nats, about
@@ -305,7 +320,7 @@ def test_a_verdict_from_the_gap_and_its_own_spread(case, tmp_path, monkeypatch):
     assert f"GPT {mean_gpt:.4f}, LSTM {mean_lstm:.4f} nats" in ours
     assert f"the GPT lower by {mean_lstm - mean_gpt:.3f} nats" in ours
     if len(gpt) > 1:
-        mean, half = _paired_interval(gpt, lstm)
+        mean, half, _ = _interval(gpt, lstm)
         assert f"interval is {mean:.3f} ± {half:.3f} nats" in ours
         lower = sum(d > 0 for d in gap.values())
         assert f"lower in {lower} of 3 seeds" in ours
@@ -358,11 +373,19 @@ def test_where_the_course_differs_from_the_lecture_it_says_so():
     }
     text = lecture_comparison("cpu", baselines=baselines)
     differences = text.split("differs from the lecture's:**")[1]
-    assert "at the quick budget the LSTM beats the counts by 0.030 nats only" in differences
+    # the lecture reads the counts' margin at the full budget only: at quick, nothing to differ
+    counts = _bullet(text, "Both neural models against the counts, quick budget")
+    assert "The lecture reads this of its own table, at the full budget, and of no other." in counts
+    assert "a margin of 0.030 nats, not wide" in counts and "Unlike" not in counts
+    assert "counts" not in differences
     assert "moved the LSTM by more than a few hundredths of a nat (0.120)" in differences
     assert "at the quick budget: not settled here, LSTM ahead in the lecture" in differences
     assert "at the full budget:" not in differences  # not settled: no ranking, as the lecture
     assert "the GPT took 3.0 times as long to train as the LSTM, well under" in differences
+    # the GPT 0.020 lower at quick, 0.030 higher at full: it loses ground, unlike "catches up"
+    assert (
+        "from the quick budget to the full the GPT loses 0.050 nats to the LSTM: it" in differences
+    )
     assert text.count("**Unlike the lecture.**") == 4
 
 
@@ -407,8 +430,9 @@ def test_the_committed_baselines_read_as_they_are_recorded():
             expected = "not settled"
         else:
             assert set(gpt) == set(lstm)  # the pipeline trains both models on every seed
-            mean, half = _paired_interval(gpt, lstm)
+            mean, half, paired = _interval(gpt, lstm)
             assert f"interval is {abs(mean):.3f} ± {half:.3f} nats" in ours
+            assert ("per-seed differences" in ours) == paired
             ahead = "the GPT is ahead" if mean > 0 else "the LSTM is ahead"
             expected = ahead if abs(mean) > half else "a tie"
         assert set(OUTCOME.findall(ours)) == {expected}
@@ -480,3 +504,128 @@ def test_a_budget_or_row_not_recorded_is_not_checked(t4):
     assert "The lecture's times are CPU times; these are not" in lecture_comparison(t4, on_a_t4)
     empty = lecture_comparison("cpu", baselines={"runs": {}})
     assert "Nothing is recorded at the full budget" in empty
+
+
+# The recorded shape at the full budget: the seeds' losses run against each other (r < 0), and
+# the gap's sign flips with the seed; at quick they move together and the LSTM leads clearly.
+CROSSED_FULL = ({0: 1.531, 1: 1.512, 2: 1.522}, {0: 1.499, 1: 1.521, 2: 1.493})
+TOGETHER_QUICK = ({0: 1.786, 1: 1.776, 2: 1.782}, {0: 1.563, 1: 1.553, 2: 1.567})
+
+
+def _two_budgets(full=CROSSED_FULL, quick=TOGETHER_QUICK) -> dict:
+    return {
+        "runs": {
+            "full/cpu": _compared(
+                "full",
+                (full[0], 300.0),
+                (full[1], 60.0),
+                seeds=[0, 1, 2],
+                batch_size=64,
+                steps=3000,
+            ),
+            "quick/cpu": _compared("quick", (quick[0], 30.0), (quick[1], 6.0), seeds=[0, 1, 2]),
+        }
+    }
+
+
+def test_pairing_is_used_where_it_narrows_the_interval_and_said_where_it_does_not():
+    text = lecture_comparison("cpu", _two_budgets())
+    quick = _ours(text, "quick")
+    mean, half, paired = _interval(*TOGETHER_QUICK)
+    assert paired and f"interval is {-mean:.3f} ± {half:.3f} nats" in quick
+    r = Gap(*({str(s): n for s, n in m.items()} for m in TOGETHER_QUICK)).correlation
+    assert r > 0 and f"their losses move together across the seeds, r = {r:.2f}" in quick
+    full = _ours(text, "full")
+    mean, half, paired = _interval(*CROSSED_FULL)
+    _, paired_half = _paired_interval(*CROSSED_FULL)
+    assert not paired and paired_half > half
+    assert f"interval is {-mean:.3f} ± {half:.3f} nats" in full and "(Welch's)" in full
+    r = Gap(*({str(s): n for s, n in m.items()} for m in CROSSED_FULL)).correlation
+    assert r < 0 and f"but their losses do not move together across the seeds (r = {r:.2f})" in full
+    assert f"seed by seed would widen the interval to ± {paired_half:.3f} nats" in full
+    assert "per-seed differences" not in full
+
+
+def test_a_gap_whose_sign_flips_with_the_seed_says_so_and_one_that_keeps_it_does_not():
+    text = lecture_comparison("cpu", _two_budgets())
+    assert (
+        "Seed by seed the sign flips: the GPT is lower in seed 1, the LSTM in seeds 0 and 2, so a "
+        "single seed could have ranked them either way (the lecture's single seed had the GPT "
+        "lower)." in _ours(text, "full")
+    )
+    assert "lower in 2 of 3 seeds" in _ours(text, "full")
+    assert "sign flips" not in _ours(text, "quick")  # the LSTM lower in every seed
+
+
+def test_the_trend_from_quick_to_full_is_read_against_catching_up():
+    text = lecture_comparison("cpu", _two_budgets())
+    trend = _bullet(text, "From the quick budget to the full")
+    before = _interval(*TOGETHER_QUICK)
+    after = _interval(*CROSSED_FULL)
+    assert f"{before[0]:+.3f} ± {before[1]:.3f} nats at the quick budget" in trend
+    assert f"{after[0]:+.3f} ± {after[1]:.3f} at the full" in trend
+    assert "on 8.0 times the characters (batch 64 × 3,000 steps against 16 × 1,500)" in trend
+    gained = after[0] - before[0]
+    share = round(100 * gained / -before[0])
+    assert f"The GPT gains {gained:.3f} nats on the LSTM between the two, {share}% of the" in trend
+    assert "it catches up, as that reading has it, without passing the LSTM." in trend
+    assert "Unlike" not in trend
+    # the GPT ahead at full: it passes the LSTM
+    passed = lecture_comparison("cpu", _two_budgets(full=(CROSSED_FULL[1], CROSSED_FULL[0])))
+    assert "enough to pass it: it catches up" in _bullet(passed, "From the quick budget")
+    # the gap widens: not what the lecture's reading has, and said so at the end
+    wider = ({0: 1.90, 1: 1.89, 2: 1.91}, {0: 1.50, 1: 1.49, 2: 1.51})
+    lost = lecture_comparison("cpu", _two_budgets(full=wider))
+    assert "it does not catch up." in _bullet(lost, "From the quick budget")
+    assert "**Unlike the lecture.**" in _bullet(lost, "From the quick budget")
+    assert "from the quick budget to the full the GPT loses" in lost.split("lecture's:**")[1]
+    only_full = lecture_comparison(
+        "cpu", {"runs": {"full/cpu": _two_budgets()["runs"]["full/cpu"]}}
+    )
+    assert "From the quick budget" not in only_full  # one budget: no trend to read
+
+
+def test_the_lab3_row_s_gap_is_told_by_the_recipes_that_differ():
+    from transformer_lab.runtime import BUDGETS
+    from transformer_lab.train import LAB3_RECIPE, Recipe
+
+    run = _compared("full", ({0: 1.47}, 10.0), ({0: 1.50}, 1.0), lab3=1.62)
+    rows = run["results"]["rows"]
+    rows["lstm_lab3"]["recipe"] = LAB3_RECIPE.as_dict()
+    rows["lstm"]["recipe"] = Recipe.of(BUDGETS["full"], lr=0.032).as_dict()
+    text = _bullet(lecture_comparison("cpu", {"runs": {"full/cpu": run}}), "The two LSTM rows")
+    assert "The two recorded recipes differ (Lab 3's first) in 2,000 steps against 3,000; " in text
+    assert (
+        "Adam against AdamW; a learning rate (at its highest) of 0.002 against 0.032, 16.0" in text
+    )
+    warmup = Recipe.of(BUDGETS["full"], lr=0.032).warmup_steps
+    assert f"a constant rate against a warm-up of {warmup} steps, then cosine decay" in text
+    assert "weight decay 0.0 against 0.1" in text and "batch" not in text.split("differ")[1][:200]
+    assert "Lab 3 sets the forget-gate bias to 1.0 where the retrained LSTM keeps PyTorch's" in text
+    assert "**Unlike the lecture.**" in text  # 0.120: more than a few hundredths
+    del rows["lstm"]["recipe"]  # a run recorded before recipes were: nothing to contrast
+    plain = lecture_comparison("cpu", {"runs": {"full/cpu": run}})
+    assert "recipes differ" not in plain
+
+
+def test_the_counts_margin_is_contrasted_with_the_lecture_at_the_full_budget_only():
+    narrow_full = _compared("full", ({0: 1.80}, 10.0), ({0: 1.78}, 1.0))  # 5-gram 1.83: 0.030
+    text = lecture_comparison("cpu", {"runs": {"full/cpu": narrow_full}})
+    counts = _bullet(text, "Both neural models against the counts, full budget")
+    assert "The lecture: both beat the counts by a wide margin." in counts
+    assert "a margin of 0.030 nats, not wide" in counts and "**Unlike the lecture.**" in counts
+    assert "beyond the few hundredths a seed or a retraining moves" not in text  # not in the data
+    assert "at most 0.000 nats" in counts  # one seed each: no spread measured
+
+
+def test_the_results_table_says_where_each_training_time_was_measured():
+    from transformer_lab.report import ResultRow, results_markdown
+
+    run = _compared("full", ({0: 1.47}, 10.0), ({0: 1.50}, 1.0), lab3=1.62)
+    lab3 = lab3_lstm_row({"runs": {"full/cpu": run}})
+    assert lab3.trained_on == "cpu"  # its run's device, where the row names none
+    yours = ResultRow("mini-GPT", 5, 824_897, 3000, 64, 95.2, 1.5, 4.5, 2.2, None, "Tesla T4")
+    table = results_markdown([lab3, yours])
+    assert "| 1 s (cpu) |" in table and "| 95 s (Tesla T4) |" in table
+    counts = ResultRow("trigram", 1, None, None, None, None, 2.09, 8.0, 3.0)
+    assert "| counts | – |" in results_markdown([counts])

@@ -15,7 +15,7 @@ import pytest
 
 from checkpoints.results import MIME, Result
 from grader.course import Layout
-from grader.term.class_report import NAMED, class_report
+from grader.term.class_report import NAMED, Check, class_report, markdown
 from grader.term.course_open import Course
 from grader.term.roster import import_roster
 from maintainer.fabricated_class import release
@@ -105,3 +105,19 @@ def test_names_appear_only_when_asked_and_never_in_the_report_for_class(course, 
     assert reports / NAMED in written and named.startswith("# Class report (with names")
     said = "`ex1.no_sqrt_dk`: the scores are not divided by sqrt(d_k)."
     assert f"{said} (bob (Bob Stone, bstone), cyd)\n" in named
+
+
+def test_a_diagnosis_is_shown_whole_less_the_exercise_s_title():
+    """Only the title that opens it ("Exercise 1: ") goes: a diagnosis with colons of its own,
+    longer than a line, or titled with the case checked, is shown whole, on one line."""
+    raised = (
+        "Exercise 1 raised TypeError: unsupported operand type(s) for /: 'Tensor' and "
+        "'NoneType' (line 4 of your code).\nCheck d_k: it is None here, so Q @ K^T / sqrt(d_k) "
+        "cannot be computed."
+    )
+    at_one = "Exercise 1 (T = 1): the scores are not divided by sqrt(d_k)."
+    check = Check(NB, "ex1_check", {"ann": "ex1.raised", "bob": "ex1.no_sqrt_dk"})
+    text = markdown([check], {"ex1.raised": raised, "ex1.no_sqrt_dk": at_one})
+    assert f"- **1** × `ex1.raised`: {raised.replace(chr(10), ' ')}\n" in text
+    assert f"- **1** × `ex1.no_sqrt_dk`: {at_one}\n" in text
+    assert "…" not in text

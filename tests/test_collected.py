@@ -1,11 +1,11 @@
 """The store of every collected file (grader/term/collected.py), called directly: a file kept
 once by its hash whatever the arrivals, the time a file keeps (the earliest seen, unless the
 instructor gave one), the rule that says which file counts (a pin, else the newest that can be
-graded, else the newest; ties to the instructor's time, then to the hash), the index read back
-as written, and the pin's and the listing's words. No release, no preflight, no collect: the
-files are a few bytes, whether each can be graded is said by the test. Collect end to end (zips,
-Colab's names, refusals, the order of collects, collect-pin's command and the term's log) is
-test_collect.py's."""
+graded, else the newest; ties to the instructor's time, then to the hash; never another notebook
+handed in for it), the index read back as written, and the pin's and the listing's words. No
+release, no preflight, no collect: the files are a few bytes, whether each can be graded is said
+by the test. Collect end to end (zips, Colab's names, refusals, the order of collects,
+collect-pin's command and the term's log) is test_collect.py's."""
 
 from __future__ import annotations
 
@@ -287,3 +287,25 @@ def test_no_time_recorded_writes_no_timestamp(tmp_path):
     assert collected.handed_in(canvas_upload(V1, 9001, late=True), None) == (
         "at a time not recorded (Canvas: LATE)"
     )
+
+
+def test_another_notebook_handed_in_for_this_one_never_counts(tmp_path):
+    """Kept with the notebook it is: never chosen, even newest or pinned; a notebook that has
+    nothing else is "wrong", materialised nowhere; named so again when a later collect learns
+    what a file first filed by its name really is."""
+    store = kept(Store(Course.open(tmp_path)), (V1, replace(canvas_upload(V1, 9002), wrong="X")))
+    assert store.choice("alice", NB) is None and store.pairs() == []
+    assert list(store.wrong()) == [("alice", NB)] and collected.materialize(store) == []
+    assert not (tmp_path / "submitted").exists()
+    with pytest.raises(GradingError, match="only X was handed in for it"):
+        collected.whose(store, "alice", NB)
+    store.add(V2, canvas_upload(V2, 9001))  # an earlier upload, the right notebook
+    store.pin("alice", NB, collected.sha256(V1))  # a pin cannot make it count either
+    assert counts(store) == (collected.sha256(V2), "the newest that can be graded")
+    assert store.wrong() == {} and store.pairs() == [("alice", NB)]
+    assert "| no: it is X |  |\n" in collected.listing(store, "alice", NB)
+    with pytest.raises(GradingError, match=f"{collected.sha256(V1)[:12]} is X, handed in for"):
+        collected.find(store, "alice", NB, collected.sha256(V1)[:6])
+    assert store.changes(replace(canvas_upload(V2, 9001), wrong="X"))
+    store.add(V2, replace(canvas_upload(V2, 9001), wrong="X"))
+    assert Store(Course.open(tmp_path)).wrong()["alice", NB].wrong == "X"

@@ -132,6 +132,7 @@ FIGURES = {
     "01_attention": ("plot_score_spread",),
     "02_causal_mask": ("plot_leak", "plot_masks"),
     "04_training": ("plot_loss_curves", "plot_budgets"),
+    "05_heads": ("plot_head_costs",),
     "06_stretch": ("plot_step_times",),
 }
 
@@ -156,7 +157,10 @@ def test_the_model_04_trained_reaches_05_through_the_drive(runs):
     assert "Saved a copy to your Google Drive" in said["04_training"]
     clone = Path(runs["05_heads"][1]["HOME"]) / "transformer-lab" / "notebooks"
     assert not (clone / "mini_gpt.pt").exists()  # nothing of 04's beside it
-    mine = "the mini-GPT you trained in notebook 04 (smoke budget), from your Google Drive"
+    mine = (
+        "the mini-GPT you trained in notebook 04 at the smoke budget (30 steps), "
+        "from your Google Drive"
+    )
     assert mine in said["05_heads"], said["05_heads"][-2000:]
     # 05 sets nothing recorded beside the student's own model: only its own distances.
     assert "You are looking at your own model" in said["05_heads"]
@@ -164,7 +168,7 @@ def test_the_model_04_trained_reaches_05_through_the_drive(runs):
     # 06, whose Drive could not be mounted, says so and studies the course's model.
     assert "Your Google Drive could not be mounted" in said["06_stretch"]  # the setup cell
     assert "your Google Drive was not searched: your Google Drive could not" in said["06_stretch"]
-    assert "the course's recorded mini-GPT of run" in said["06_stretch"]
+    assert "the course's mini-GPT trained at the full budget (3,000 steps)" in said["06_stretch"]
 
 
 def test_the_recorded_start_of_a_fresh_runtime_is_of_the_setup_cell_built_now():

@@ -97,6 +97,8 @@ def test_smoke_run_end_to_end(tmp_path, capfd):
     assert rows["gpt"]["recipe"]["dropout"] == 0.1 and rows["lstm"]["recipe"]["dropout"] == 0.0
     assert rows["trigram"].get("recipe") is None
     assert set(run["results"]["score_spread"]) == {"16", "64", "256"}
+    heads, distances = run["results"]["head_costs"], run["results"]["mean_attention_distance"]
+    assert heads["windows"] == 16 and len(heads["costs"]) == len(distances)  # 05's heads, off
     executed = tmp_path / "work" / "smoke-cpu" / "executed"  # kept for inspection
     for source in notebook_build.sources():  # every checkpoint, hidden tests included, passed
         nb = nbformat.read(executed / f"{source.stem}.ipynb", 4)

@@ -1,7 +1,9 @@
 """The rerun key (grader/engine/rerun_key.py): an edit regrades exactly the notebooks whose score it
 can change. Each edit is made in a copy of the checkout (conftest.checkout_copy) and of a
 released course; autograde regrades a submission when its notebook's digest differs from the one
-in its last job.json, so a notebook whose digest is unchanged is not executed again."""
+in its last job.json, so a notebook whose digest is unchanged is not executed again. An edit that
+changes no behaviour (a comment, a docstring, the layout; a release's markdown) changes no
+digest."""
 
 from __future__ import annotations
 
@@ -24,7 +26,8 @@ from transformer_lab.catalogue import NOTEBOOKS
 LOAD_THE_MODEL = {"05_heads", "06_stretch"}
 
 
-def _append(path: Path, text: str = "\n# edited\n") -> None:
+def _append(path: Path, text: str = "\nEDITED = 1\n") -> None:
+    """A statement at the end: an edit that changes behaviour (a comment would not)."""
     path.write_text(path.read_text(encoding="utf-8") + text, encoding="utf-8")
 
 
@@ -114,7 +117,7 @@ EDITS = {
 def _digests(course: Path, root: Path) -> dict[str, str]:
     layout = Layout(course)
     releases = {name: layout.release_notebook(name) for name in layout.assignments()}
-    return rerun_key.digests(layout, releases, root)
+    return rerun_key.digests(releases, root)
 
 
 def _regraded(before: dict[str, str], after: dict[str, str]) -> set[str]:
@@ -148,15 +151,73 @@ def test_no_file_of_the_term_is_in_the_key(released, tmp_path, monkeypatch):
     assert _regraded(before, _digests(released, root)) == set()
 
 
-def test_an_edited_release_regrades_its_notebook(released, tmp_path):
+def _replace(path: Path, old: str, new: str) -> None:
+    text = path.read_text(encoding="utf-8")
+    assert old in text, (path, old)
+    path.write_text(text.replace(old, new, 1), encoding="utf-8")
+
+
+# In a copy of the checkout: file, what is replaced, by what. None changes behaviour.
+NO_BEHAVIOUR = {
+    "a comment": (
+        "checkpoints/training.py",
+        "    # Each mistake's output",
+        "    # Edited.\n    # Each mistake's output",
+    ),
+    "a docstring": (
+        "checkpoints/training.py",
+        "Checks of notebook 04:",
+        "The checks of notebook 04:",
+    ),
+    "a function's docstring": ("grader/engine/preflight.py", '"""', '"""Edited. '),
+    "the layout": ("transformer_lab/model.py", "\nimport math\n", "\n\n\nimport   math\n"),
+}
+BEHAVIOUR = {
+    "a check's message": ("checkpoints/training.py", "Re-read Equation 15.", "See Equation 15."),
+    "a tolerance": (
+        "checkpoints/training.py",
+        "rel_tol=1e-4, abs_tol=1e-5)\n    ]",
+        "rel_tol=1e-3, abs_tol=1e-5)\n    ]",
+    ),
+}
+
+
+def test_an_edit_that_changes_no_behaviour_regrades_no_one(released, tmp_path, monkeypatch):
+    """A kit update mid-term that touches only comments, docstrings or the layout of the
+    engine, the checks or the package leaves every key as it was; a message or a number
+    changed regrades the notebooks that read it."""
+    root = checkout_copy(tmp_path / "checkout", monkeypatch)
+    before = _digests(released, root)
+    for what, (name, old, new) in NO_BEHAVIOUR.items():
+        _replace(root / name, old, new)
+        assert _digests(released, root) == before, what
+    for what, (name, old, new) in BEHAVIOUR.items():
+        _replace(root / name, old, new)
+        after = _digests(released, root)
+        assert _regraded(before, after) == {"04_training"}, what
+        before = after
+
+
+def test_a_release_s_markdown_regrades_no_one_and_its_points_regrade_its_notebook(
+    released, tmp_path
+):
     course = Path(shutil.copytree(released, tmp_path / "course"))
     before = _digests(course, ROOT)
-    _append(course / "release" / "02_causal_mask" / "02_causal_mask.ipynb", "\n")
+    path = course / "release" / "02_causal_mask" / "02_causal_mask.ipynb"
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    markdown = next(c for c in nb["cells"] if c["cell_type"] == "markdown")
+    markdown["source"] = "# A title edited, a typo fixed\n"
+    path.write_text(json.dumps(nb, indent=1), encoding="utf-8")  # reformatted, too
+    assert _regraded(before, _digests(course, ROOT)) == set()
+    check = next(c for c in nb["cells"] if c["metadata"].get("nbgrader", {}).get("points"))
+    check["metadata"]["nbgrader"]["points"] += 1
+    path.write_text(json.dumps(nb, indent=1), encoding="utf-8")
     assert _regraded(before, _digests(course, ROOT)) == {"02_causal_mask"}
 
 
 def test_each_notebook_keys_on_its_own_checks_and_the_shared_ones(released):
-    shared = {"__init__.py", "_core.py", "_watch.py", "codes.py", "results.py"}
+    # hand_in.py: every graded notebook's last cell, the hand-in check (grading skips it).
+    shared = {"__init__.py", "_core.py", "_watch.py", "codes.py", "results.py", "hand_in.py"}
     # yours.py (02-06) finds the student's earlier pieces; grading never runs their checks.
     # in_the_model.py (01-03) trains one step of the model on the exercise's piece.
     own = {

@@ -3,7 +3,8 @@ executed or graded. The summary line and the term log's entry, word for word; th
 (reports/autograde.md) with one maximum per notebook, every kind of cell and the notes grouped by
 kind, and autograde.json read back; a run limited to some students or notebooks keeping everyone
 else's rows; lateness settled on a gradebook filled by hand, for graded and reused notebooks
-only. The release is a few one-cell notebooks with their points. A real class graded, late and
+only. The release is a few one-cell notebooks with their points, 02's with a written answer
+graded by hand beside its check. A real class graded, late and
 on time, is test_deadlines.py's (with the table's late cell), a partial run through the command
 line test_gradesheet.py's, the table of a real sandbox test_sandbox.py's."""
 
@@ -22,9 +23,11 @@ from grader.outcome import REVIEW as REVIEW_KIND
 from grader.term import deadlines, scores
 from grader.term.course_open import Course
 from grader.term.nbgrader_apps import gradebook as session
+from grader.term.rules import Counted
 from grader.term.scores import REVIEW
 
 POINTS = {"01_attention": 4, "02_causal_mask": 2, "03_positions": 2, "06_stretch": 4}
+BY_HAND = {"02_causal_mask": 1}  # of its points, a written answer's
 # 03 handed in by someone but not assigned; 02 not due yet; 06 extra credit by default.
 COURSE_TOML = """assigned = ["01_attention", "02_causal_mask", "06_stretch"]
 
@@ -49,13 +52,22 @@ DIED = (
 )
 
 
+def graded_cell(grade_id: str, points: float, by_hand: bool = False) -> dict:
+    """A check, or (`by_hand`) a written answer graded by hand, as nbgrader marks them."""
+    grading = {"grade": True, "grade_id": grade_id, "points": points, "solution": by_hand}
+    if by_hand:
+        return {"cell_type": "markdown", "metadata": {"nbgrader": grading}, "source": ""}
+    meta = {"metadata": {"nbgrader": grading}, "outputs": [], "source": ""}
+    return {"cell_type": "code", "execution_count": None} | meta
+
+
 @pytest.fixture
 def course(tmp_path) -> Path:
-    """A release of one graded cell per notebook, worth POINTS."""
+    """A release of one graded cell per notebook, worth POINTS, and 02's written answer."""
     for name, points in POINTS.items():
-        grading = {"grade": True, "grade_id": f"{name}_check", "points": points}
-        cell = {"cell_type": "code", "execution_count": None, "metadata": {"nbgrader": grading}}
-        notebook = {"cells": [cell | {"outputs": [], "source": ""}], "metadata": {}}
+        cells = [graded_cell(f"{name}_check", points - BY_HAND.get(name, 0))]
+        cells += [graded_cell(f"{name}_answer", BY_HAND[name], True)] if name in BY_HAND else []
+        notebook = {"cells": cells, "metadata": {}}
         path = tmp_path / "release" / name / f"{name}.ipynb"
         path.parent.mkdir(parents=True)
         path.write_text(json.dumps(notebook | {"nbformat": 4, "nbformat_minor": 4}))
@@ -122,8 +134,9 @@ def test_the_table_has_one_maximum_per_notebook_and_the_notes_by_kind(course):
         "| student | 01_attention | 02_causal_mask (not due yet) | 06_stretch (extra credit) "
         "| total / 6 | review |",
         "|---|---|---|---|---|---|",
-        # No total while an answer waits for its hand grade: the grade sheet has none either.
-        "| alice | 4 / 4 late, no penalty | 1 / 2 (+1 to grade by hand) | 4 / 4 | – / 6 |  |",
+        # No total while an answer waits for its hand grade: the grade sheet has none either;
+        # "1 / 2" would read as the notebook's score.
+        "| alice | 4 / 4 late, no penalty | 1 of 2, 1 point to grade by hand | 4 / 4 | – / 6 |  |",
         "| bob | quarantined | – | – | – / 6 |  |",
         "| carol | 3 / 4 | – | – | 3 / 6 "
         "| ⚑ 01_attention: ex1_attention 100% the course's solution, holding 80% of it; 1 other |",
@@ -162,6 +175,36 @@ def test_the_table_has_one_maximum_per_notebook_and_the_notes_by_kind(course):
         f"- carol / 01_attention: {TORCH_FLAG}",
         "",
         "Handed in, not assigned (course.toml): 03_positions.",
+    ]
+
+
+def test_a_score_still_to_grade_by_hand_says_what_is_to_come():
+    """Of what, and how much waits: the points where every written answer waits, the answers
+    where some were graded (the table cannot tell which is left); none for a final score."""
+    nb = Counted("04_training", 4)
+    waits = Outcome("ann", "04_training", "graded", score=3, needs_manual=1)
+    assert scores._cell(waits, nb, {"04_training": (1, 1.0)}) == "3 of 4, 1 point to grade by hand"
+    both = Outcome("ann", "04_training", "graded", score=2, needs_manual=2)
+    assert scores._cell(both, nb, {"04_training": (2, 2.0)}) == "2 of 4, 2 points to grade by hand"
+    one = scores._cell(waits, nb, {"04_training": (2, 2.0)})
+    assert one == "3 of 4, 1 written answer to grade by hand"
+    done = Outcome("ann", "04_training", "graded", score=3)
+    assert scores._cell(done, nb, {"04_training": (1, 1.0)}) == "3 / 4"
+
+
+def test_a_wrong_notebook_has_its_cell_and_no_total():
+    """Only another notebook handed in for 01 (collect named it): said, and no total, as the
+    grade sheet has none; frank handed in nothing else and still has his row."""
+    notebooks = [Counted("01_attention", 4), Counted("02_causal_mask", 2)]
+    rows = scores.scores_table(
+        [graded("alice", "02_causal_mask", 2)],
+        SANDBOX,
+        notebooks,
+        wrong={("alice", "01_attention"), ("frank", "02_causal_mask")},
+    ).splitlines()[2:4]
+    assert rows == [
+        "| alice | wrong notebook | 2 / 2 | – / 6 |  |",
+        "| frank | – | wrong notebook | – / 6 |  |",
     ]
 
 

@@ -127,7 +127,7 @@ import checkpoints, transformer_lab
 from transformer_lab.saving import load_trained_gpt
 print("package", transformer_lab.__file__)
 print("checks", checkpoints.__file__)
-print("model", load_trained_gpt("quick", "cpu", use_drive=False).origin)
+print("model", load_trained_gpt("cpu", use_drive=False).origin)
 """
 
 
@@ -142,7 +142,7 @@ def test_the_graded_setup_installs_the_wheel_and_the_notebook_finds_the_recorded
     installed = home / "transformer-lab"
     assert f"package {installed}/transformer_lab/__init__.py" in done.stdout
     assert f"checks {installed}/checkpoints/__init__.py" in done.stdout
-    assert "the course's recorded mini-GPT of run" in done.stdout, done.stdout
+    assert "the course's mini-GPT trained at the full budget" in done.stdout, done.stdout
     on_disk = {p.relative_to(installed).parts[0] for p in installed.iterdir()}
     assert "solutions" not in on_disk and "notebooks" not in on_disk and "data" not in on_disk
     assert not list(installed.rglob("*.ipynb"))

@@ -4,6 +4,7 @@ from . import step_cost
 from .attention import causal_mask, scaled_dot_product_attention
 from .data import Corpus, CorpusError, Vocab, load_corpus, sample_batch
 from .evaluate import Score, evaluate_gpt, evaluate_lstm, evaluate_ngram
+from .heads import HeadCosts, head_ablation
 from .lstm import CharLSTM
 from .model import (
     Block,
@@ -61,6 +62,7 @@ __all__ = [
     "FeedForward",
     "GPTConfig",
     "Generation",
+    "HeadCosts",
     "MiniGPT",
     "MultiHeadAttention",
     "NGramModel",
@@ -81,6 +83,7 @@ __all__ = [
     "evaluate_ngram",
     "filter_probs",
     "generate",
+    "head_ablation",
     "load_corpus",
     "load_gpt",
     "load_trained_gpt",

@@ -42,9 +42,12 @@ def load_baselines() -> dict | None:
 
 def device_class(device) -> str:
     """Runs are kept apart by what sets their numerics and speed: cpu, mps, cuda-fp16 (below
-    compute capability 8, e.g. a T4) or cuda-bf16 (8 and above)."""
+    compute capability 8, e.g. a T4) or cuda-bf16 (8 and above). A device class passes as it is:
+    a saved run names the class it trained on, read later on a machine that may lack it."""
     from .runtime import precision_for
 
+    if isinstance(device, str) and device in DEVICE_CLASSES:
+        return device
     device = torch.device(device)
     if device.type == "cuda":
         return f"cuda-{precision_for(device).name}"
@@ -73,12 +76,12 @@ def _nearest_classes(device) -> list[str]:
     return [wanted, *(c for c in DEVICE_CLASSES if c != wanted)]
 
 
-def nearest_run(mode: str, device, has=None, baselines: dict | None = None):
+def nearest_run(mode: str, device, has=None, baselines: dict | None = None, section="runs"):
     """(key, run) recorded for this mode and device class; else the same mode on another device
     class, then the other mode; None where nothing is recorded. `has(run)` picks only runs that
-    hold what the caller needs."""
+    hold what the caller needs; `section`: "runs", or "ablations" for the ablation ladder."""
     baselines = load_baselines() if baselines is None else baselines
-    runs = (baselines or {}).get("runs", {})
+    runs = (baselines or {}).get(section, {})
     for m in dict.fromkeys([mode, *RECORDED_MODES]):
         for c in _nearest_classes(device):
             run = runs.get(f"{m}/{c}")
@@ -87,10 +90,12 @@ def nearest_run(mode: str, device, has=None, baselines: dict | None = None):
     return None
 
 
-def nearest_reason(key: str, wanted: str, what: str, baselines: dict | None = None) -> str:
+def nearest_reason(
+    key: str, wanted: str, what: str, baselines: dict | None = None, section: str = "runs"
+) -> str:
     """Why run `key` is the one shown to a student whose own mode and device class is `wanted`:
     a clause naming what is missing and how `key` was chosen (the order of `nearest_run`)."""
-    runs = ((load_baselines() if baselines is None else baselines) or {}).get("runs", {})
+    runs = ((load_baselines() if baselines is None else baselines) or {}).get(section, {})
     (mode, device), (own_mode, own_device) = key.split("/"), wanted.split("/")
     how = (
         "same budget"
@@ -130,7 +135,10 @@ def lab3_lstm_row(baselines: dict | None = None):
     for run in (baselines or {}).get("runs", {}).values():
         row = recorded_rows(run).get("lstm_lab3")
         if row:
-            return ResultRow(**(row | {"model": lab3_label(row.get("recipe"))}))
+            where = row.get("trained_on") or run["provenance"]["device"]
+            return ResultRow(
+                **(row | {"model": lab3_label(row.get("recipe")), "trained_on": where})
+            )
     return None
 
 
@@ -219,14 +227,12 @@ def record(results_path: str | Path | None, entries: dict) -> None:
     path.write_text(json.dumps(_merge(current, entries), indent=1), encoding="utf-8")
 
 
-def recorded_distances(
-    run: str | None, wanted: str | None = None, baselines: dict | None = None
-) -> str:
+def recorded_distances(run: str | None, baselines: dict | None = None) -> str:
     """The recorded mean attention distance of every head of run `run`, the run whose model the
-    notebook loaded (`load_trained_gpt` says which), as text with the reason it is that run.
+    notebook loaded (`load_trained_gpt` says which, and why that one), as text.
 
     run None means the student's own model: nothing recorded was measured on it, so nothing is
-    shown beside it. wanted: the student's own mode and device class (`run_key`)."""
+    shown beside it."""
     if run is None:
         return render("recorded_distances.md.j2", own=True)
     baselines = load_baselines() if baselines is None else baselines
@@ -241,6 +247,5 @@ def recorded_distances(
         run=run,
         distances=distances,
         seed=p.get("model", {}).get("seed", p["seeds"][0]),
-        why=nearest_reason(run, wanted or run, "a saved model", baselines),
         provenance=provenance_line(run, recorded, run),
     )

@@ -1,7 +1,12 @@
 """The notebooks' figures. Each function draws one figure from numbers it is given, measured by
 the notebook or read from data/baselines.json, and returns it labelled (title, axes, legend) for
 the notebook to show with `plt.show()`. They draw with pyplot, so that a notebook's inline
-backend renders them."""
+backend renders them.
+
+Every figure reads without colour: series differ by marker, line style or hatching as well as
+by colour, and maps use a colormap whose lightness rises monotonically (CVD_SAFE), so that it
+reads in grey and to a colour-blind eye. Beside a figure, a `..._line` function gives what it
+shows in numbers, as one printed line."""
 
 from __future__ import annotations
 
@@ -18,7 +23,16 @@ from matplotlib.ticker import FormatStrFormatter
 from .baselines import recorded_budgets, seed_nats
 
 MODELS = {"gpt": "mini-GPT", "lstm": "LSTM"}
-COLOURS = {"gpt": "tab:blue", "lstm": "tab:orange"}
+COLOURS = {"gpt": "tab:blue", "lstm": "tab:orange"}  # blue and orange: apart to every eye
+MARKERS = {"gpt": "o", "lstm": "s"}  # and apart without colour
+YOUR_MARKERS = {"gpt": "*", "lstm": "X"}
+LINESTYLES = ("-", "--", ":", "-.")
+HATCHES = ("", "//", "..", "xx")
+SEED_MARKERS = ("o", "s", "^", "v", "P", "X", "D")
+# Colormaps whose lightness rises (or falls) monotonically, perceptually uniform or of one hue:
+# a map in any of them reads in grey and to a colour-blind eye. Diverging red-blue or red-green
+# maps and rainbows (RdBu, RdYlGn, jet) do not: tests/test_plots.py holds every map to it.
+CVD_SAFE = ("viridis", "cividis", "magma", "inferno", "plasma", "Blues", "Greys")
 
 
 def plot_score_spread(spread: Mapping[int, Mapping[str, float]]) -> Figure:
@@ -48,7 +62,9 @@ def plot_leak(moved: Mapping[str, Sequence[float]], t0: int) -> Figure:
     width = 0.8 / len(moved)
     for n, (label, changes) in enumerate(moved.items()):
         positions = np.arange(len(changes)) + (n - (len(moved) - 1) / 2) * width
-        ax.bar(positions, np.asarray(changes, dtype=float), width=width, label=label)
+        hatch = HATCHES[n % len(HATCHES)]
+        changes = np.asarray(changes, dtype=float)
+        ax.bar(positions, changes, width=width, hatch=hatch, edgecolor="black", label=label)
     ax.axvspan(-0.5, t0 - 0.5, color="grey", alpha=0.15, label=f"before position {t0}: must be 0")
     ax.set_title(f"Leak test: the input at position {t0} changed, every output measured")
     ax.set_xlabel("position t")
@@ -61,7 +77,18 @@ def plot_leak(moved: Mapping[str, Sequence[float]], t0: int) -> Figure:
     return fig
 
 
-MASK_COLOURS = ListedColormap(["#f0f0f0", "tab:blue"])
+def leak_line(moved: Mapping[str, Sequence[float]], t0: int) -> str:
+    """What `plot_leak` draws, in numbers: for each attention step, the largest change of an
+    output before t0 (0 where nothing leaks) and from t0 on."""
+    parts = []
+    for label, changes in moved.items():
+        changes = np.asarray(changes, dtype=float)
+        before, after = changes[:t0].max(initial=0.0), changes[t0:].max(initial=0.0)
+        parts.append(f"{label}: {before:.3g} before position {t0}, {after:.3g} from it on")
+    return f"Largest change of an output: {'; '.join(parts)}."
+
+
+MASK_COLOURS = ListedColormap(["#f0f0f0", "tab:blue"])  # light and dark: apart in grey too
 
 
 def plot_masks(masks: Mapping[str, object]) -> Figure:
@@ -101,7 +128,8 @@ def _seeds_at(ax, x: float, name: str, entry: dict, labelled: set[str]) -> None:
         return text if first else "_nolegend_"
 
     colour, model = COLOURS[name], MODELS[name]
-    ax.plot([x] * len(values), values, "o", color=colour, label=label(f"{model}, each seed"))
+    each = label(f"{model}, each seed")
+    ax.plot([x] * len(values), values, MARKERS[name], color=colour, label=each)
     if len(values) > 1:
         label_ = label(f"{model}, range of the seeds")
         ax.vlines(x, min(values), max(values), color=colour, linewidth=6, alpha=0.3, label=label_)
@@ -133,7 +161,7 @@ def plot_budgets(
                 ax.plot(
                     x + offset,
                     nats[name],
-                    "*",
+                    YOUR_MARKERS[name],
                     markersize=14,
                     color=COLOURS[name],
                     markeredgecolor="black",
@@ -150,25 +178,137 @@ def plot_budgets(
     return fig
 
 
+def budgets_line(
+    baselines: dict, device="cpu", own: tuple[str, Mapping[str, float]] | None = None
+) -> str:
+    """What `plot_budgets` draws, in numbers: each recorded budget's mean loss of each model,
+    and the student's run."""
+    parts = [
+        f"{budget} (`{key}`): "
+        + ", ".join(f"{MODELS[n]} {run['results']['rows'][n]['nats']:.4f}" for n in MODELS)
+        for budget, (key, run) in recorded_budgets(device, baselines).items()
+    ]
+    if own is not None:
+        budget, nats = own
+        mine = ", ".join(f"{MODELS[n]} {nats[n]:.4f}" for n in MODELS if nats.get(n) is not None)
+        parts.append(f"yours, {budget}: {mine}")
+    return "Test nats/char, the mean of the recorded seeds: " + "; ".join(parts) + "."
+
+
 def plot_loss_curves(histories: Mapping[str, object], levels: Mapping[str, float]) -> Figure:
     """Notebook 04: training and validation loss of each model (label -> TrainHistory), with
     horizontal lines at the `levels` (label -> nats), such as the n-grams' test losses."""
     fig, ax = plt.subplots(figsize=(9, 4))
-    for (label, history), colour in zip(
-        histories.items(), ("tab:blue", "tab:orange"), strict=False
-    ):
+    styles = zip(COLOURS.values(), MARKERS.values(), LINESTYLES, strict=False)
+    for (label, history), (colour, marker, line) in zip(histories.items(), styles, strict=False):
         if history.val_loss:
             steps, losses = zip(*history.val_loss, strict=True)
-            ax.plot(steps, losses, "o-", color=colour, label=f"{label}, validation")
+            style = {"color": colour, "marker": marker, "linestyle": line}
+            ax.plot(steps, losses, **style, label=f"{label}, validation")
         if history.train_loss:
             steps, losses = zip(*history.train_loss, strict=True)
-            ax.plot(steps, losses, color=colour, alpha=0.35, label=f"{label}, training")
+            style = {"color": colour, "linestyle": line, "alpha": 0.35}
+            ax.plot(steps, losses, **style, label=f"{label}, training")
     for (label, nats), style in zip(levels.items(), ("--", "-.", ":", (0, (1, 3))), strict=False):
         ax.axhline(nats, color="grey", linestyle=style, label=label)
     budget = next(iter(histories.values())).budget
     ax.set_title(f"Training at the {budget} budget, beside the count models")
     ax.set_xlabel("step")
     ax.set_ylabel("loss (nats/char)")
+    ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))
+    fig.tight_layout()
+    return fig
+
+
+# Okabe and Ito's colour-blind-safe palette, a colour and a marker a layer: either tells them apart.
+LAYER_STYLES = (("#0072B2", "o"), ("#E69F00", "s"), ("#009E73", "^"), ("#CC79A7", "D"))
+
+
+def plot_head_costs(distances, costs, T: int) -> Figure:
+    """Notebook 05: left, how far back each head reads (Exercise 5's D, layers down, heads
+    across); right, what each head costs the loss when it alone is switched off, against its D,
+    with the costliest head and the one that reads furthest back named."""
+    D, cost = np.asarray(distances, dtype=float), np.asarray(costs, dtype=float)
+    n_layers, n_heads = D.shape
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2), layout="constrained")
+    image = left.imshow(D, cmap="magma", vmin=0, vmax=(T - 1) / 4)
+    for layer, r in np.ndindex(D.shape):
+        left.text(r, layer, f"{D[layer, r]:.1f}", ha="center", va="center", color="0.5")
+    left.set_xticks(range(n_heads), [f"head {r + 1}" for r in range(n_heads)])
+    left.set_yticks(range(n_layers), [f"layer {layer + 1}" for layer in range(n_layers)])
+    left.set_title(f"How far back each head reads, in characters (T = {T})")
+    fig.colorbar(image, ax=left, label=f"mean distance D ({(T - 1) / 4} = uniform)")
+    for layer in range(n_layers):
+        colour, marker = LAYER_STYLES[layer % len(LAYER_STYLES)]
+        right.plot(D[layer], cost[layer], marker, color=colour, label=f"layer {layer + 1}")
+    right.axhline(0, color="grey", linewidth=0.8)
+    named = {}  # (layer, head) -> what it is; one label where both are the same head
+    for what, values in (("costliest", cost), ("reads furthest back", D)):
+        named.setdefault(np.unravel_index(values.argmax(), D.shape), []).append(what)
+    for (layer, r), what in named.items():
+        # the label on the side with room: left of a far reader, below a costly head
+        leftwards, down = D[layer, r] > D.max() / 2, cost[layer, r] > cost.max() / 2
+        right.annotate(
+            f"layer {layer + 1} · head {r + 1}: {', '.join(what)}",
+            (D[layer, r], cost[layer, r]),
+            xytext=(-8 if leftwards else 8, -14 if down else 12),
+            textcoords="offset points",
+            ha="right" if leftwards else "left",
+            fontsize=8,
+            arrowprops={"arrowstyle": "-", "color": "0.4"},
+        )
+    right.set_title("What each head costs when it alone is switched off")
+    right.set_xlabel("mean distance D of the head (characters)")
+    right.set_ylabel("loss, head off − every head on (nats/char)")
+    right.legend(fontsize=8)
+    return fig
+
+
+def loss_curves_line(histories: Mapping[str, object], levels: Mapping[str, float]) -> str:
+    """What `plot_loss_curves` draws, in numbers: each model's last validation estimate (and its
+    step), then the levels drawn beside them."""
+    last = [
+        f"{label} {history.val_loss[-1][1]:.4f} (step {history.val_loss[-1][0]:,})"
+        for label, history in histories.items()
+        if history.val_loss
+    ]
+    drawn = [f"{label} {nats:.4f}" for label, nats in levels.items()]
+    return f"Last validation loss: {', '.join(last)}; lines: {', '.join(drawn)} (nats/char)."
+
+
+def plot_ladder(baselines: dict, mode: str, device) -> Figure | None:
+    """Notebook 04: the ablation ladder recorded for this budget and device class (or the
+    nearest, `ladder.recorded_ladder`): each rung's Δ test loss against the full model with its
+    95% interval, and each seed's difference, a marker shape per seed. None where no ladder is
+    recorded (the reading beside it says how to record one)."""
+    from .ladder import readings, recorded_ladder
+
+    found = recorded_ladder(mode, device, baselines)
+    if found is None:
+        return None
+    key, ladder = found
+    rungs = readings(ladder)
+    fig, ax = plt.subplots(figsize=(7.5, 0.7 * len(rungs) + 1.8))
+    y = np.arange(len(rungs))[::-1]  # the first rung on top
+    seeds = sorted({s for r in rungs for s in r.per_seed}, key=int)
+    for n, seed in enumerate(seeds):
+        points = [
+            (r.per_seed[seed], yi) for r, yi in zip(rungs, y, strict=True) if seed in r.per_seed
+        ]
+        shift = 0.25 * (n + 1) / len(seeds)  # the seeds below their rung's mean, apart
+        xs, ys = zip(*((x, yi - shift) for x, yi in points), strict=True)
+        marker = SEED_MARKERS[n % len(SEED_MARKERS)]
+        ax.plot(xs, ys, marker, color="0.4", fillstyle="none", label=f"seed {seed}")
+    for r, yi in zip(rungs, y, strict=True):
+        label = "mean Δ, 95% interval" if yi == y[0] else "_nolegend_"
+        ax.errorbar(
+            r.delta, yi, xerr=r.gap.half_width, fmt="D", color="black", capsize=4, label=label
+        )
+    ax.axvline(0, color="grey", linestyle="--", label="the full model (Δ = 0)")
+    ax.set_yticks(y, [r.name for r in rungs])
+    ax.set_ylim(-0.6, len(rungs) - 0.4)
+    ax.set_title(f"The ablation ladder ({key}): each rung against the full model", fontsize=10)
+    ax.set_xlabel("Δ test loss (nats/char): the rung's minus the full model's")
     ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))
     fig.tight_layout()
     return fig
@@ -203,9 +343,9 @@ def plot_step_times(
     """Notebook 06: the time of each generated character (label -> seconds per step), against
     the length of the text it completes, with the line where the text outgrows T_max."""
     fig, ax = plt.subplots(figsize=(7, 3.8))
-    for label, steps in seconds.items():
+    for (label, steps), line in zip(seconds.items(), LINESTYLES, strict=False):
         lengths = prompt_length + np.arange(1, len(steps) + 1)
-        ax.plot(lengths, 1000 * np.asarray(steps), label=label)
+        ax.plot(lengths, 1000 * np.asarray(steps), linestyle=line, label=label)
     ax.axvline(T_max, color="grey", linestyle="--", label=f"T_max = {T_max}: the window slides")
     ax.set_yscale("log")
     ax.yaxis.set_major_formatter(FormatStrFormatter("%g"))
@@ -217,12 +357,36 @@ def plot_step_times(
     return fig
 
 
+def step_times_line(seconds: Mapping[str, Sequence[float]], prompt_length: int, T_max: int) -> str:
+    """What `plot_step_times` draws, in numbers: each loop's median step while the text fits in
+    T_max, and after."""
+    parts = []
+    for label, steps in seconds.items():
+        lengths = prompt_length + np.arange(1, len(steps) + 1)
+        steps = 1000 * np.asarray(steps)
+        within, past = steps[lengths <= T_max], steps[lengths > T_max]
+        medians = [
+            f"{np.median(part):.1f} ms {where}"
+            for part, where in ((within, "within"), (past, "past"))
+            if len(part)
+        ]
+        parts.append(f"{label} {', '.join(medians)}")
+    return f"Median time of a step, within T_max = {T_max} and past it: {'; '.join(parts)}."
+
+
 __all__ = [
+    "CVD_SAFE",
     "StepClock",
+    "budgets_line",
+    "leak_line",
+    "loss_curves_line",
     "plot_budgets",
+    "plot_ladder",
+    "plot_head_costs",
     "plot_leak",
     "plot_loss_curves",
     "plot_masks",
     "plot_score_spread",
     "plot_step_times",
+    "step_times_line",
 ]

@@ -1,4 +1,5 @@
-"""The results table of notebook 04, as Markdown: one row per model, the same 60,394 characters."""
+"""The results table of notebook 04, as Markdown: one row per model, the same 60,394 characters;
+each training time with the device it was measured on."""
 
 from __future__ import annotations
 
@@ -19,6 +20,28 @@ class ResultRow:
     perplexity: float
     bits: float
     recipe: dict | None = None  # how it trained (train.Recipe.as_dict); None for counts
+    # where train_seconds was measured ("Tesla T4", "cpu"): shown beside it, since a row read
+    # from the record and the student's own can sit in one table
+    trained_on: str | None = None
+
+    @classmethod
+    def from_training(
+        cls, model: str, lab: int, score: Score, history, parameters: int
+    ) -> ResultRow:
+        """A trained model's row, how and where it trained read from its `train.TrainHistory`."""
+        from .runtime import device_name
+
+        return cls.from_score(
+            model,
+            lab,
+            score,
+            parameters=parameters,
+            steps=history.recipe.steps,
+            batch_size=history.recipe.batch_size,
+            train_seconds=history.wall_time_s,
+            recipe=history.recipe.as_dict(),
+            trained_on=device_name(history.device),
+        )
 
     @classmethod
     def from_score(cls, model: str, lab: int, score: Score, **training) -> ResultRow:
@@ -49,7 +72,9 @@ def results_markdown(rows: list[ResultRow]) -> str:
     ]
     for r in rows:
         steps = "counts" if r.steps is None else f"{r.steps:,} × {r.batch_size}"
-        seconds = _cell(r.train_seconds, ".0f") + (" s" if r.train_seconds is not None else "")
+        seconds = _cell(r.train_seconds, ",.0f") + (" s" if r.train_seconds is not None else "")
+        if r.train_seconds is not None and r.trained_on:
+            seconds += f" ({r.trained_on})"
         lines.append(
             f"| {r.model} | {r.lab} | {_cell(r.parameters, ',')} | {steps} | {seconds} "
             f"| {r.nats:.4f} | {r.perplexity:.3f} | {r.bits:.4f} |"

@@ -7,8 +7,10 @@ travels, transformer_lab/student.py). Each notebook decides once, in its setup c
 `USE_DRIVE` says (`use_drive`: Google's consent appears there, before any exercise); every later
 use of the Drive follows that decision and asks nothing. 05 and 06 look for the student's own
 model there first, then beside the notebook (a local Jupyter, where every notebook shares the
-folder), and only then take the model the course recorded beside data/baselines.json. Whichever it
-is, they are told which run it came from, so that what they show beside it belongs to that run.
+folder), and only then take the model the course recorded beside data/baselines.json, at the full
+budget where one is recorded, whatever budget the runtime's device would train at. Whichever it
+is, they are told its budget (as its own file says) and the run it came from, so that what they
+show beside it belongs to that run.
 """
 
 from __future__ import annotations
@@ -22,7 +24,9 @@ from typing import NamedTuple
 
 import torch
 
+from .baselines import baselines_path, device_class, nearest_run
 from .model import GPTConfig, MiniGPT
+from .runtime import BUDGETS
 
 TRAINED_GPT = Path("mini_gpt.pt")  # beside the notebook
 
@@ -148,10 +152,12 @@ def drive_folder(use_drive: bool | None, writing: bool):
     return _mounted(_colab_drive())
 
 
-def save_to_drive(path: str | Path = TRAINED_GPT, use_drive: bool | None = None) -> str:
-    """On Colab, copy the saved model `path` into the student's Drive, as the setup cell decided
-    (or `use_drive` says, where it did not); a sentence that says what happened and what 05 and
-    06 will use."""
+def save_to_drive(
+    path: str | Path = TRAINED_GPT, use_drive: bool | None = None, also: tuple = ()
+) -> str:
+    """On Colab, copy the saved model `path`, and the files `also` saved beside it (notebook 04's
+    run), into the student's Drive, as the setup cell decided (or `use_drive` says, where it did
+    not); a sentence that says what happened and what 05 and 06 will use."""
     folder, why_not = drive_folder(use_drive, writing=True)
     if folder is None:
         if why_not == OFF_COLAB:
@@ -161,13 +167,14 @@ def save_to_drive(path: str | Path = TRAINED_GPT, use_drive: bool | None = None)
             "and 06 will use the course's recorded model instead of yours."
         )
     folder.mkdir(parents=True, exist_ok=True)
-    target = folder / TRAINED_GPT.name
-    shutil.copyfile(path, target)
+    for saved in (path, *also):
+        shutil.copyfile(saved, folder / Path(saved).name)
     # Colab's Drive uploads in the background: flushing now lets the student free this GPU at
     # once (a free account gets one at a time), not a minute later. A later use mounts again.
     _colab_drive().flush_and_unmount()
+    copies = " and ".join(str(DRIVE_FOLDER / Path(saved).name) for saved in (path, *also))
     return (
-        f"Saved a copy to your Google Drive: {DRIVE_FOLDER / TRAINED_GPT.name}, written through "
+        f"Saved a copy to your Google Drive: {copies}, written through "
         "(notebooks 05 and 06 look there first): you may free this runtime when you are done."
     )
 
@@ -178,8 +185,27 @@ def save_to_drive(path: str | Path = TRAINED_GPT, use_drive: bool | None = None)
 class TrainedGPT(NamedTuple):
     model: MiniGPT
     info: dict  # budget, seed, test loss... as saved with the model
-    run: str | None  # the recorded run it comes from ("quick/cpu"); None: the student's own
+    run: str | None  # the recorded run it comes from ("full/cpu"); None: the student's own
     origin: str  # which model this is, and why this one, as a phrase
+
+    @property
+    def budget(self) -> str | None:
+        """The budget the model was trained at, as its own file says (save_gpt's `info`)."""
+        return self.info.get("budget")
+
+
+# The recorded model shown where the student's own is not found: the lecture's budget, whose
+# heads have taken shape (a quick model's later layers still spread their weight almost evenly),
+# whatever budget this runtime's device would train at.
+SHOWN_BUDGET = "full"
+
+
+def trained_at(info: dict) -> str:
+    """'at the full budget (3,000 steps)': the budget a saved model's file names."""
+    budget = BUDGETS.get(info.get("budget"))
+    if budget is None:
+        return "at a budget its file does not name"
+    return f"at the {budget.name} budget ({budget.steps:,} steps)"
 
 
 def _own_model(use_drive: bool | None) -> tuple[Path | None, str, str]:
@@ -198,25 +224,26 @@ def _own_model(use_drive: bool | None) -> tuple[Path | None, str, str]:
     return None, "", "; ".join(missing)
 
 
-def load_trained_gpt(mode: str, device="cpu", use_drive: bool | None = None) -> TrainedGPT:
+def load_trained_gpt(device="cpu", use_drive: bool | None = None) -> TrainedGPT:
     """The student's own mini-GPT from notebook 04 (their Google Drive on Colab, then beside the
-    notebook), else the recorded one nearest to this mode and device class, with the run key it
-    comes from and a phrase that says which model it is and why."""
-    from .baselines import baselines_path, load_baselines, nearest_reason, nearest_run, run_key
-
+    notebook), else the one the course recorded at the full budget (the quick one where no full
+    one is recorded), of the student's device class or the nearest: with the run key it comes
+    from and a phrase that says which model it is, at the budget its file names, and why."""
     path, where, why_not_own = _own_model(use_drive)
     if path is not None:
         model, info = load_gpt(path, device)
-        origin = f"the mini-GPT you trained in notebook 04 ({info.get('budget')} budget), {where}"
+        origin = f"the mini-GPT you trained in notebook 04 {trained_at(info)}, {where}"
         if info.get("pieces"):
             origin += f"; it was built from {info['pieces']}"
         return TrainedGPT(model, info, None, origin)
-    baselines = load_baselines()
+    key, run, path = _recorded_model(device, why_not_own)
+    model, info = load_gpt(path, device)
+    return TrainedGPT(model, info, key, _recorded_origin(key, run, info, device, why_not_own))
 
-    def has_model(run):
-        return "model" in run["provenance"]
 
-    found = nearest_run(mode, device, has=has_model, baselines=baselines)
+def _recorded_model(device, why_not_own: str) -> tuple[str, dict, Path]:
+    """(run key, run, model file) of the recorded model shown: SHOWN_BUDGET's where recorded."""
+    found = nearest_run(SHOWN_BUDGET, device, has=lambda run: "model" in run["provenance"])
     if found is None:
         raise FileNotFoundError(
             f"No trained mini-GPT: {why_not_own}, and none is recorded in data/ "
@@ -230,11 +257,22 @@ def load_trained_gpt(mode: str, device="cpu", use_drive: bool | None = None) -> 
             f"{path} is missing or is not the file recorded for `{key}` (SHA-256 differs): "
             "fetch the course again."
         )
-    model, info = load_gpt(path, device)
+    return key, run, path
+
+
+def _recorded_origin(key: str, run: dict, info: dict, device, why_not_own: str) -> str:
+    """Which recorded model this is (its budget as its file says, where and when it was
+    recorded) and why it is the one shown."""
     p = run["provenance"]
-    reason = nearest_reason(key, run_key(mode, device), "a saved model", baselines)
+    machine = "a CPU" if p["device"] == "cpu" else p["device"]
     origin = (
-        f"the course's recorded mini-GPT of run `{key}` ({p['device']}, {p['precision']}, seed "
-        f"{info.get('seed')}, {p['date'][:10]}), because {why_not_own}; {reason}"
+        f"the course's mini-GPT trained {trained_at(info)}, recorded on {machine} at commit "
+        f"{p['git_commit'][:10]} (run `{key}`, seed {info.get('seed')}, {p['date'][:10]}), "
+        f"because {why_not_own}"
     )
-    return TrainedGPT(model, info, key, origin)
+    if info.get("budget") != SHOWN_BUDGET:
+        origin += f"; no model is recorded at the {SHOWN_BUDGET} budget"
+    own = device_class(device)
+    if run["device_class"] != own:
+        origin += f"; your device class, {own}, has no recorded model at this budget"
+    return origin

@@ -3,11 +3,14 @@ seeds, and how far the seeds leave that gap uncertain.
 
 `train_lm` draws the batches from a CPU generator seeded with the run's seed, and both models use
 the same budget and T, so the GPT and the LSTM of one seed see the same batches in the same
-order. Where both models were measured on the same seeds, the gap is therefore taken seed by
-seed, and its uncertainty is the standard error of the mean paired difference (n - 1 degrees of
-freedom). Where their seeds differ, it is the standard error of a difference of two means
-(Welch's, with the Welch-Satterthwaite degrees of freedom). Either way the 95% interval is the
-mean gap ± t · SE, t Student's 0.975 quantile: with three seeds, 4.30 standard errors.
+order. Pairing by seed draws on that: the standard error of the mean paired difference (n - 1
+degrees of freedom) is smaller than that of a difference of two means only where a seed that
+is good for one model is good for the other too (their losses correlate across the seeds). The
+batches are one source of a seed's luck; the initial weights, different for the two models, are
+another, so the recorded losses need not move together. The gap is therefore taken seed by seed
+where the seeds are the same and pairing narrows the interval; otherwise as a difference of two
+means (Welch's, with the Welch-Satterthwaite degrees of freedom). Either way the 95% interval is
+the mean gap ± t · SE, t Student's 0.975 quantile: with three seeds paired, 4.30 standard errors.
 """
 
 from __future__ import annotations
@@ -94,7 +97,7 @@ class Gap:
         return min(len(self.gpt), len(self.lstm))
 
     @property
-    def paired(self) -> bool:
+    def same_seeds(self) -> bool:
         """Both models measured on the same seeds, hence on the same batches seed by seed."""
         return set(self.gpt) == set(self.lstm)
 
@@ -103,39 +106,73 @@ class Gap:
         """LSTM minus GPT, seed by seed ({} where the seeds are not the same)."""
         return (
             {s: self.lstm[s] - self.gpt[s] for s in sorted(self.gpt, key=int)}
-            if self.paired
+            if self.same_seeds
             else {}
         )
 
     @property
     def lower_in(self) -> int:
-        """Seeds in which the model with the lower mean loss is also the lower one (paired seeds
+        """Seeds in which the model with the lower mean loss is also the lower one (same seeds
         only): all of them where the gap keeps its sign, fewer where the seeds disagree."""
         return sum(d * self.gap > 0 for d in self.differences.values())
 
     @property
-    def standard_error(self) -> float | None:
-        """Of the mean gap, from the seeds; None with fewer than two seeds of a model."""
-        if self.seeds < 2:
+    def correlation(self) -> float | None:
+        """Pearson's r of the two models' losses across their seeds (same seeds, three or more):
+        above 0 where a seed good for one model is good for the other, which is what pairing
+        by seed draws on. None where it is not measured, or a model's seeds all scored alike."""
+        if not self.same_seeds or len(self.gpt) < MIN_SEEDS:
             return None
-        if self.paired:
-            return statistics.stdev(self.differences.values()) / math.sqrt(len(self.gpt))
-        return math.sqrt(
-            sum(statistics.variance(s.values()) / len(s) for s in (self.gpt, self.lstm))
-        )
+        seeds = sorted(self.gpt, key=int)
+        try:
+            return statistics.correlation(
+                [self.gpt[s] for s in seeds], [self.lstm[s] for s in seeds]
+            )
+        except statistics.StatisticsError:
+            return None
 
-    @property
-    def degrees_of_freedom(self) -> float | None:
-        if self.seeds < 2:
-            return None
-        if self.paired:
-            return len(self.gpt) - 1
+    def _error(self, paired: bool) -> tuple[float, float]:
+        """(standard error of the mean gap, degrees of freedom), paired by seed or as two means;
+        two seeds of each model at least."""
+        if paired:
+            n = len(self.gpt)
+            return statistics.stdev(self.differences.values()) / math.sqrt(n), n - 1
         n_gpt, n_lstm = len(self.gpt), len(self.lstm)
         gpt = statistics.variance(self.gpt.values()) / n_gpt
         lstm = statistics.variance(self.lstm.values()) / n_lstm
         if gpt + lstm == 0:
-            return n_gpt + n_lstm - 2
-        return (gpt + lstm) ** 2 / (gpt**2 / (n_gpt - 1) + lstm**2 / (n_lstm - 1))
+            return 0.0, n_gpt + n_lstm - 2
+        df = (gpt + lstm) ** 2 / (gpt**2 / (n_gpt - 1) + lstm**2 / (n_lstm - 1))
+        return math.sqrt(gpt + lstm), df
+
+    def _half_width(self, paired: bool) -> float:
+        error, df = self._error(paired)
+        return t_quantile((1 + CONFIDENCE) / 2, df) * error
+
+    @property
+    def paired(self) -> bool:
+        """Compared seed by seed: the same seeds, and (with two seeds or more) an interval no
+        wider than the two means' would be."""
+        if not self.same_seeds or self.seeds < 2:
+            return self.same_seeds
+        return self._half_width(True) <= self._half_width(False)
+
+    @property
+    def paired_half_width(self) -> float | None:
+        """Half the interval that pairing by seed would give where it is not used, the seeds
+        being the same: wider than the two means' (the notebook says so, with both)."""
+        if not self.same_seeds or self.seeds < 2 or self.paired:
+            return None
+        return self._half_width(True)
+
+    @property
+    def standard_error(self) -> float | None:
+        """Of the mean gap, from the seeds; None with fewer than two seeds of a model."""
+        return None if self.seeds < 2 else self._error(self.paired)[0]
+
+    @property
+    def degrees_of_freedom(self) -> float | None:
+        return None if self.seeds < 2 else self._error(self.paired)[1]
 
     @property
     def t(self) -> float | None:

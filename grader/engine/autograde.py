@@ -8,10 +8,11 @@ For each submitted/STUDENT/NN_topic/NN_topic.ipynb:
   3. back here, one at a time: stderr of passing checks is not a failure, output is limited,
      nbgrader's SaveAutoGrades writes the scores, the executed notebook goes to autograded/.
 A rerun regrades only what changed: the rerun key hashes the job's input, its limits and
-what can change that notebook's score (rerun_key.py). Hand grades are kept, and stay done until
-the answer changes. Ctrl-C kills the jobs, keeps every score saved so far, and raises
-Interrupted: a rerun continues where it stopped. Jobs run in a local pool of threads, or on the
-workers of a Dask cluster (supervisor.py says how a job runs there).
+what can change that notebook's score (rerun_key.py). A regrade, for whatever reason, keeps each
+hand grade and override whose answer is unchanged (kept_grades.py). Ctrl-C kills the jobs, keeps
+every score saved so far, and raises Interrupted: a rerun continues where it stopped. Jobs run in
+a local pool of threads, or on the workers of a Dask cluster (supervisor.py says how a job runs
+there).
 
 The engine saves scores and nothing else: lateness, copies, the scores table and the term's log
 are the term's, once the scores are in (grader/term/scores.py).
@@ -42,7 +43,7 @@ from ..course import MEMORY_GB, GradingError, Layout
 from ..course import cell_timeout as default_cell_timeout
 from ..ctrl_c import ctrl_c_waits
 from ..outcome import SCORED, Outcome, Status
-from . import preflight, rerun_key, review, sandbox, supervisor
+from . import kept_grades, preflight, rerun_key, review, sandbox, supervisor
 from .sandbox import ROOT
 from .supervisor import run_job, stop_jobs  # by these names here: the local pool's, and tests'
 
@@ -94,31 +95,39 @@ def sanitize(nb, layout: Layout, student: str, assignment: str):
     return nb
 
 
-def save_scores(nb, layout: Layout, student: str, assignment: str) -> Outcome:
+def save_scores(nb, layout: Layout, student: str, assignment: str, carried=None) -> Outcome:
     """The executed notebook's automatic scores into the gradebook, and the notebook into
-    autograded/. Lateness is not the engine's: the term settles it once the scores are in."""
+    autograded/; the hand grades of the submission kept where their answers are unchanged
+    (kept_grades.py): those the gradebook holds, or `carried` over an errata. Lateness is not the
+    engine's: the term settles it once the scores are in."""
     from nbgrader.api import Gradebook
     from nbgrader.preprocessors import LimitOutput, SaveAutoGrades
 
     from .preprocessors import StderrIsNotFailure
 
     resources = _resources(layout, student, assignment)
+    out = layout.notebook("autograded", assignment, student)
+    # What the formgrader showed when a hand grade was entered: the notebook graded last.
+    previous = nbformat.read(out, 4) if out.is_file() else None
     with Gradebook(layout.db_url) as gb, warnings.catch_warnings():
         # nbgrader's own session handling makes SQLAlchemy warn here; the rows are written.
         warnings.simplefilter("ignore", SAWarning)
         gb.update_or_create_student(student)
         gb.update_or_create_submission(assignment, student)
+        hands = kept_grades.before(gb, student, assignment, previous)
     for step in (StderrIsNotFailure(), LimitOutput(), SaveAutoGrades()):
         nb, resources = step.preprocess(nb, resources)
-    out = layout.notebook("autograded", assignment, student)
     out.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(nb, out)
     with Gradebook(layout.db_url) as gb:
+        kept = kept_grades.after(gb, hands if carried is None else carried, nb, layout)
         notebook = gb.find_submission_notebook(assignment, assignment, student)
         needs = sum(bool(g.needs_manual_grade) for g in notebook.grades)
-        return Outcome(
+        outcome = Outcome(
             student, assignment, Status.GRADED, notebook.score, notebook.max_score, needs
         )
+    outcome.hand_kept, outcome.hand_asked, outcome.set_aside = kept.kept, kept.asked, kept.set_aside
+    return outcome
 
 
 def job_command(cell_timeout: int, memory_gb: float) -> list[str]:
@@ -202,6 +211,7 @@ class _Run:
     env: dict
     force: bool
     on_dask: bool
+    carried: dict  # (student, notebook) -> hand grades carried over an errata (kept_grades.py)
     id: str = field(default_factory=lambda: uuid.uuid4().hex)
 
 
@@ -217,10 +227,12 @@ def grade(
     progress: bool = True,
     sandboxed: bool = True,
     scheduler: str | None = None,
+    carried: dict | None = None,
 ) -> list[Outcome]:
     """Grade every submission in the course folder's submitted/ (or these students' and
     notebooks'): the scores go to the gradebook, the executed notebooks to autograded/; each
-    notebook's Outcome, sorted. Every path below is the course folder's Layout's."""
+    notebook's Outcome, sorted. `carried`: (student, notebook) -> its hand grades, kept over an
+    errata that rebuilt the notebook in the gradebook. Every path below is the Layout's."""
     from transformer_lab.data import corpus_path
 
     cell_timeout = cell_timeout or default_cell_timeout()
@@ -235,13 +247,14 @@ def grade(
         layout,
         releases=releases,
         settings=f"{cell_timeout} {memory_gb} {isolated}",
-        digests=rerun_key.digests(layout, releases, ROOT),
+        digests=rerun_key.digests(releases, ROOT),
         command=command,
         notebook_timeout=notebook_timeout,
         # grader/ is not installed: the job (and on Dask its supervisor) finds it in the checkout.
         env={**os.environ, "TRANSFORMER_LAB_DATA": str(corpus), "PYTHONPATH": str(ROOT)},
         force=force,
         on_dask=scheduler is not None,
+        carried=carried or {},
     )
     # Notebook 04 trains; the longest jobs go first so that the workers finish together.
     found = submissions(layout, students, notebooks)
@@ -283,10 +296,10 @@ def _grade(run: _Run, pool, found: list, keep) -> None:
             running[_submit(pool, run, text)] = (key, outcome)
             for future in [f for f in running if f.done()]:
                 with ctrl_c_waits():
-                    keep(_finish(layout, _result(future), *running.pop(future)))
+                    keep(_finish(run, _result(future), *running.pop(future)))
         for future in concurrent.futures.as_completed(running):
             with ctrl_c_waits():
-                keep(_finish(layout, _result(future), *running[future]))
+                keep(_finish(run, _result(future), *running[future]))
     except KeyboardInterrupt:
         # Otherwise leaving the pool would wait for every job still queued or running.
         _stop(pool, running, run)
@@ -357,10 +370,10 @@ def saved_scores(executed, layout: Layout, student: str, assignment: str) -> Out
 
 def _unchanged(layout: Layout, outcome: Outcome, last: dict) -> Outcome:
     """The scores of the last run kept: nothing its job saw has changed. They are read, not
-    saved again: nbgrader's SaveAutoGrades marks every grade that has a manual score as needing
-    a grader, so re-saving would put each hand-graded answer back on the formgrader's to-do
-    list. Only a gradebook that lacks them or disagrees (restored from an older copy) gets them
-    saved again."""
+    saved again, and nothing is written: nbgrader's SaveAutoGrades marks every grade that has a
+    manual score as needing a grader, which save_scores then puts right from the notebook graded
+    last (kept_grades.py); reading needs none of it. Only a gradebook that lacks the scores or
+    disagrees (restored from an older copy) gets them saved again, its hand grades kept."""
     student, assignment = outcome.student, outcome.assignment
     executed = nbformat.read(layout.notebook("autograded", assignment, student), 4)
     kept = saved_scores(executed, layout, student, assignment)
@@ -371,13 +384,14 @@ def _unchanged(layout: Layout, outcome: Outcome, last: dict) -> Outcome:
     return kept
 
 
-def _finish(layout: Layout, result: dict, key: str, outcome: Outcome) -> Outcome:
+def _finish(run: _Run, result: dict, key: str, outcome: Outcome) -> Outcome:
     """A job's result into the gradebook and autograded/, or the reason there is none."""
     if "error" in result:
         outcome.status, outcome.reason = Status.FAILED, result["error"]
         return outcome
+    layout, whose = run.layout, (outcome.student, outcome.assignment)
     executed = nbformat.reads(result["notebook"], 4)
-    graded = save_scores(executed, layout, outcome.student, outcome.assignment)
+    graded = save_scores(executed, layout, *whose, run.carried.get(whose))
     graded.repairs, graded.seconds = outcome.repairs, result["seconds"]
     graded.flags = outcome.flags
     notes = [kernel_death_note(executed, result.get("died_in")), result.get("process_cap")]

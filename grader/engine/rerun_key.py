@@ -13,6 +13,15 @@ autograde grades a submission again when one of these changed, and only then.
                          data/baselines.json that choose it (their provenance) and the model
                          files; the recorded figures (results) are only shown, never checked
 
+An edit that changes no behaviour regrades no one. A Python file counts by its syntax tree with
+its docstrings removed (ast.dump: comments, formatting, blank lines and docstrings do not count;
+a changed message string, number, name or statement does). The release counts by what grading
+runs and scores: each code cell's syntax tree (its source where it is not Python) and each cell's
+nbgrader metadata (grade id, points, locked, solution; and the checksum of a written answer, by
+which nbgrader scores an answer left as released 0), and the cells' order and kinds (preflight
+finds a cell by its place); its markdown text and notebook metadata (a title, a hint, the badge)
+do not. Data files (the recorded model) count by their bytes.
+
 Not in it, so editing them regrades no one: the term (grader/term/: rosters, due dates,
 reports, grade sheets, nbgrader's release, feedback and export); review.py, whose flags never
 change a score and are computed again for every submission at every run, kept or regraded;
@@ -25,12 +34,12 @@ numbers.
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
 import json
 from pathlib import Path
 
 from ..cells import parse_cell
-from ..course import Layout
 
 ENGINE = ("grader/__init__.py", "grader/course.py", "grader/engine/*.py")
 NOT_SCORING = ("grader/engine/review.py",)  # flags, computed again at every run
@@ -41,19 +50,21 @@ MODEL_LOADERS = ("load_trained_gpt",)
 BASELINES = "data/baselines.json"
 
 
-def digests(layout: Layout, releases: dict, root: Path) -> dict[str, str]:
+def digests(releases: dict, root: Path) -> dict[str, str]:
     """notebook -> SHA-256 of everything that can change its scores (see the docstring)."""
     unkeyed = {root / name for name in NOT_SCORING}
     shared = [p for pattern in ENGINE + PACKAGE for p in sorted(root.glob(pattern))]
     shared = [path for path in shared if path not in unkeyed]
+    entries: dict[Path, bytes] = {}  # each file parsed once, whichever notebooks read it
     found = {}
     for name, release in releases.items():
         code = _code(release)
         digest = hashlib.sha256()
         for path in shared + checks_read(code, root):
-            digest.update(_entry(path, root))
-        release_file = layout.notebook("release", name)
-        digest.update(_entry(release_file, layout.root))
+            if path not in entries:
+                entries[path] = _entry(path, root)
+            digest.update(entries[path])
+        digest.update(_release_entry(release))
         if _calls(code, MODEL_LOADERS):
             digest.update(recorded_models(root))
         found[name] = digest.hexdigest()
@@ -67,8 +78,66 @@ def _code(notebook) -> list[ast.Module]:
 
 
 def _entry(path: Path, top: Path) -> bytes:
+    """The file's name in the checkout and what of it can change a score: a Python file's
+    syntax tree without docstrings, any other file's bytes."""
     content = path.read_bytes()
+    if path.suffix == ".py":
+        content = behaviour(content.decode("utf-8")).encode()
     return f"{path.relative_to(top)}\0{len(content)}\0".encode() + hashlib.sha256(content).digest()
+
+
+@functools.lru_cache(maxsize=1024)  # a pure function of the text: each file parsed once a run
+def behaviour(source: str) -> str:
+    """Python source as the rerun key counts it: ast.dump of its tree (no comments, layout or
+    line numbers), each module's, class's and function's docstring removed; the source itself
+    where it does not parse."""
+    tree = parse_cell(source)
+    if tree is None:
+        return source
+    _drop_docstrings(tree)
+    return ast.dump(tree)
+
+
+DOCUMENTED = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
+BLOCKS = ("body", "orelse", "finalbody", "handlers", "cases")  # where statements nest
+
+
+def _drop_docstrings(node: ast.AST) -> None:
+    """Through the statements only (a docstring is one), not every expression: a tree of a
+    large module has ten times more expression nodes than statements."""
+    body = getattr(node, "body", None)
+    if isinstance(node, DOCUMENTED) and body and _is_docstring(body[0]):
+        node.body = body[1:]
+    for block in BLOCKS:
+        for child in getattr(node, block, None) or ():
+            if isinstance(child, (ast.stmt, ast.excepthandler, ast.match_case)):
+                _drop_docstrings(child)
+
+
+def _is_docstring(node: ast.stmt) -> bool:
+    return (
+        isinstance(node, ast.Expr)
+        and isinstance(node.value, ast.Constant)
+        and isinstance(node.value.value, str)
+    )
+
+
+GRADED_FIELDS = ("grade_id", "grade", "solution", "locked", "points", "task", "cell_type")
+
+
+def _release_entry(release) -> bytes:
+    """The release as grading runs and scores it: each cell's kind, its nbgrader metadata, a
+    code cell's syntax tree, a written answer's checksum; no markdown text, no notebook
+    metadata."""
+    cells = []
+    for cell in release.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        said = {key: meta[key] for key in GRADED_FIELDS if key in meta}
+        if meta.get("grade") and meta.get("solution"):
+            said["checksum"] = meta.get("checksum")
+        code = behaviour(cell.source) if cell.cell_type == "code" else ""
+        cells.append([cell.cell_type, said, code])
+    return json.dumps(cells, sort_keys=True).encode()
 
 
 def checks_read(code: list[ast.Module], root: Path) -> list[Path]:

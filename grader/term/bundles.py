@@ -17,7 +17,11 @@ says why it was not graded and what to do (also written to feedback/STUDENT/NN_t
 page of an earlier run), never an old score. A notebook whose written answer still waits for its
 hand grade keeps nbgrader's page with a banner that says so and no score where the notebook's
 total and that answer's stood (hand_grading.py); with --partial, the banner says the score shown
-is partial. The bundles are rebuilt from feedback/ each time.
+is partial. A notebook for which only another notebook was handed in (collected.py) gets a page
+that says which was received and what to hand in, named after that file, so that Canvas puts it
+on the submission it came with; once the right one is collected, the page goes. A notebook
+graded once preflight repaired it says at the top of its page what was repaired, a sentence each
+(feedback_notes.py). The bundles are rebuilt from feedback/ each time.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ import zipfile
 from pathlib import Path, PurePosixPath
 
 from ..outcome import Status
-from . import collected, hand_grading
+from . import collected, feedback_notes, hand_grading
 from .course_open import Course
 from .roster import lms_name
 from .scores import load_outcomes
@@ -56,12 +60,29 @@ date has passed.</p>
 """
 
 
-def page_name(store: collected.Store, student: str, name: str) -> str:
-    """The page's name in the zip: the graded file's, where it came from Canvas or Moodle."""
+WRONG_NOTEBOOK = """<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>{name}: wrong notebook</title></head>
+<body>
+<h1 id="wrong-notebook">{name}: wrong notebook</h1>
+<p>The file you handed in for {name} is notebook {other}, so {name} could not be graded (and
+the file was not graded as {other} either).</p>
+<p><strong>What to do:</strong> hand in {name}: open your {name} notebook in Colab, save it (File
+→ Download → .ipynb) and hand that file in for {name}.</p>
+<p>Nothing was scored for this notebook yet: it is not a zero. Ask your instructor if the due
+date has passed.</p>
+</body></html>
+"""
+WRONG_MARK = 'id="wrong-notebook"'
+
+
+def page_name(store: collected.Store, student: str, name: str, wrong: dict | None = None) -> str:
+    """The page's name in the zip: the graded file's, where it came from Canvas or Moodle, or
+    the file handed in for it that is another notebook (`wrong`: collected.Store.wrong)."""
     path = store.course.layout.notebook("submitted", name, student)
     kept = None
     if path.is_file():
         kept = store.known(student, name, collected.sha256(path.read_bytes()))
+    kept = kept or (wrong or {}).get((student, name))
     if kept is not None:
         source = PurePosixPath(kept.source)
         page = source.with_suffix(".html").name
@@ -83,6 +104,24 @@ def not_graded_page(course: Course, outcome) -> Path:
     return page
 
 
+def wrong_notebook_pages(course: Course, store: collected.Store, wrong: dict) -> None:
+    """A page for each assigned notebook for which only another was handed in (`wrong`:
+    store.wrong()), in feedback/ where its feedback goes; such a page of a notebook collected
+    right since is stale, and goes."""
+    layout = course.layout
+    once = {pair for pair, kept in store.files.items() if any(k.wrong for k in kept.values())}
+    for student, name in once - wrong.keys():
+        page = layout.notebook("feedback", name, student)
+        if page.is_file() and WRONG_MARK in page.read_text(encoding="utf-8"):
+            page.unlink()
+    for (student, name), kept in wrong.items():
+        if name not in course.term.assigned:
+            continue
+        page = layout.notebook("feedback", name, student)
+        page.parent.mkdir(parents=True, exist_ok=True)
+        page.write_text(WRONG_NOTEBOOK.format(name=name, other=kept.wrong), encoding="utf-8")
+
+
 def bundle_feedback(course: Course, pending: dict, partial: bool = False) -> list[Path]:
     """One zip per assigned notebook with feedback; returns their paths. `pending`: the written
     answers still to grade by hand (hand_grading.waiting)."""
@@ -96,11 +135,16 @@ def bundle_feedback(course: Course, pending: dict, partial: bool = False) -> lis
         if outcome.status in WHAT_TO_DO:
             not_graded.add((outcome.student, outcome.assignment))
             not_graded_page(course, outcome)
+        elif outcome.repairs:  # graded once repaired: the page tells the student what was
+            page = layout.notebook("feedback", outcome.assignment, outcome.student)
+            feedback_notes.tell(page, outcome.repairs)
     for (student, name), ids in pending.items():
         page = layout.notebook("feedback", name, student)
         if page.is_file() and (student, name) not in not_graded:
             hand_grading.mark_page(page, name, ids, partial)
     store, written = collected.Store(course), []
+    wrong = store.wrong()
+    wrong_notebook_pages(course, store, wrong)
     for name in course.term.assigned:
         pages = [p for _, n, p in layout.students_notebooks("feedback") if n == name]
         if not pages:
@@ -109,6 +153,6 @@ def bundle_feedback(course: Course, pending: dict, partial: bool = False) -> lis
         with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as archive:
             for page in pages:
                 whose, _ = layout.whose(page)
-                archive.write(page, arcname=page_name(store, whose, name))
+                archive.write(page, arcname=page_name(store, whose, name, wrong))
         written.append(target)
     return written

@@ -29,7 +29,17 @@ assignment_id  Canvas's assignment id, named in COURSE/canvas_assignments.json
              ({"01_attention": 7001}); or a column `assignment` holding the notebook (01_attention)
 submitted_at   ISO 8601, as the API writes it (UTC, "Z"); empty: not handed in
 attachment_ids optional: the submission's attachment ids, space-separated; where given, the
-             time goes only to those files, so a file uploaded since the export gets none
+             time goes only to those files, so a file uploaded since the export gets none,
+             and each of those files is known to be handed in for that assignment
+
+That last column is the one place where Canvas says which assignment an upload was for. Its
+zip does not: an entry is named login[_LATE]_userid_attachmentid_filename
+(lib/content_zipper.rb), and the zip's own name is "submissions.zip" where Instructure stores the
+files (the download takes the attachment's display name), and only a Canvas keeping them on its
+own disk serves ContentZipper's "<course code>-<assignment title>_submissions.zip", each part
+cut to 30 characters, from a title the instructor typed. So collect takes the assignment a file
+was handed in for from attachment_ids, or from the instructor (collect --notebook), never from
+the name of a zip.
 """
 
 from __future__ import annotations
@@ -197,9 +207,16 @@ def write_import(course: Course, sheet: Sheet, path: Path | None = None) -> tupl
 
 @dataclass
 class Times:
-    """(Canvas user id, notebook) -> (seconds since the epoch, attachment ids or None)."""
+    """(Canvas user id, notebook) -> (seconds since the epoch, attachment ids or None); and
+    the notebook each listed attachment was handed in for."""
 
     by_user: dict = field(default_factory=dict)
+    by_attachment: dict[int, str] = field(default_factory=dict)
+
+    def handed_in_for(self, attachment: float | None) -> str | None:
+        """The notebook whose Canvas assignment this upload belongs to; None where the file
+        lists no attachment ids for it."""
+        return None if attachment is None else self.by_attachment.get(int(attachment))
 
     def of(self, user: str, notebook: str, attachment: float | None) -> float | None:
         """The time Canvas recorded for this file, or None where it recorded none for it."""
@@ -238,7 +255,9 @@ def read_times(course: Course, path: Path, notebooks: list[str]) -> Times:
             )
         if notebook not in notebooks or not row["submitted_at"]:
             continue  # another assignment of the course, or not handed in
-        times.by_user[row["user_id"], notebook] = _time_of(path, n, row)
+        when, attachments = _time_of(path, n, row)
+        times.by_user[row["user_id"], notebook] = when, attachments
+        times.by_attachment |= dict.fromkeys(attachments or (), notebook)
     return times
 
 

@@ -11,6 +11,9 @@ data (checkpoints/results.py), not from its message, so rewording a message chan
 here. It reads whatever has been graded so far, so it works on a partial run, of the notebooks
 course.toml assigns (all released ones by default).
 
+Each mistake is said with one student's diagnosis, whole. Below them, how many handed in the
+wrong notebook for one (collect kept it and graded it as neither: collected.py).
+
 Written to reports/: class.md, class.csv (one row per check and outcome), class_pass_rate.png
 and class_mistakes.png. They carry no student names, so they can be shown in class; `--names`
 writes class_names.md beside them, the same report with the students behind each mistake (the
@@ -29,7 +32,9 @@ from pathlib import Path
 import nbformat
 
 from checkpoints import results
+from checkpoints.codes import REGISTRY
 
+from . import collected
 from .copies import pairs_report
 from .course_open import Course
 from .names import namer
@@ -125,16 +130,36 @@ def _median(values: list[float], form: str = "g") -> str:
     return format(statistics.median(values), form) if values else "–"
 
 
-def _short(message: str, width: int = 110) -> str:
-    message = (
-        message.split(": ", 1)[-1] if message.startswith(("Exercise", "Challenge")) else message
-    )
-    return message if len(message) <= width else message[: width - 1] + "…"
+def diagnosis(code: str, message: str) -> str:
+    """The check's message whole, on one line, less the exercise's title that opens it
+    ("Exercise 1: "): cut anywhere else, a diagnosis is half a sentence."""
+    exercise = REGISTRY.get(code.partition(".")[0])
+    if exercise is not None:
+        message = message.removeprefix(f"{exercise.title}: ")
+    return " ".join(message.split())
 
 
-def markdown(checks: list[Check], messages: dict[str, str], who=None) -> str:
+def wrong_notebooks(wrong: dict, who=None) -> list[str]:
+    """The section on notebooks for which only another was handed in (`wrong`: (student,
+    notebook) -> the Kept file, collected.Store.wrong): counted per notebook, or with `who`
+    each student named. Empty where there are none."""
+    if not wrong:
+        return []
+    lines = ["", "## Wrong notebook handed in", ""]
+    lines += ["Kept by collect and graded as neither (reports/collect.md names the files).", ""]
+    if who is not None:
+        return lines + [f"- {collected.wrong_said(kept, who)}" for kept in wrong.values()]
+    for notebook in sorted({nb for _, nb in wrong}):
+        handed = Counter(kept.wrong for (_, nb), kept in wrong.items() if nb == notebook)
+        said = ", ".join(f"{other} {n}" for other, n in sorted(handed.items()))
+        lines.append(f"- wrong notebook for {notebook}: {handed.total()} ({said})")
+    return lines
+
+
+def markdown(checks: list[Check], messages: dict[str, str], who=None, wrong=None) -> str:
     """The report; `who` (student id -> how to name them) names the students behind each
-    mistake, None names no one."""
+    mistake, None names no one; `wrong`: (student, notebook) -> the other notebook's file,
+    where only another was handed in for one (collected.Store.wrong)."""
     lines = [
         "# Class report" + " (with names: not for class)" * (who is not None),
         "",
@@ -163,7 +188,9 @@ def markdown(checks: list[Check], messages: dict[str, str], who=None) -> str:
             if who is not None:
                 hit = sorted(s for s, o in c.outcomes.items() if o == mistake)
                 named = f" ({', '.join(map(who, hit))})"
-            lines.append(f"- **{count}** × `{mistake}`: {_short(messages[mistake])}{named}")
+            said = diagnosis(mistake, messages[mistake])
+            lines.append(f"- **{count}** × `{mistake}`: {said}{named}")
+    lines += wrong_notebooks(wrong or {}, who)
     return "\n".join(lines) + "\n"
 
 
@@ -224,12 +251,14 @@ def class_report(course: Course, names: bool = False) -> list[Path]:
     with gradebook(course) as gb:
         checks, messages = read_checks(course, gb)
         who = namer(course, gb) if names else None
+    wrong = collected.Store(course).wrong()
+    wrong = {pair: kept for pair, kept in wrong.items() if pair[1] in course.term.assigned}
     report = course.layout.report
     report("class.md").parent.mkdir(parents=True, exist_ok=True)
-    report("class.md").write_text(markdown(checks, messages), encoding="utf-8")
+    report("class.md").write_text(markdown(checks, messages, wrong=wrong), encoding="utf-8")
     named = [report(NAMED)] if names else []
     if names:
-        report(NAMED).write_text(markdown(checks, messages, who), encoding="utf-8")
+        report(NAMED).write_text(markdown(checks, messages, who, wrong), encoding="utf-8")
     write_csv(checks, report("class.csv"))
     pictures = figures(course, checks)
     # The copies report names students (for the instructor): reports/copies.md, copies/*.html.

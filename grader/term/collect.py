@@ -26,6 +26,13 @@ true), the zip entry's or the file's. Canvas and Moodle never stamp theirs: Canv
 carry the moment its zip was built, Moodle's the moment its file pool first stored the bytes
 (grader/README.md, "Where the times come from"). A file with no recorded time gets no
 timestamp.txt and so no penalty here: its lateness is the LMS's (Canvas's LATE mark, kept).
+
+What a file was handed in for is known where the instructor says (--notebook: Canvas's zip of
+one assignment) or Canvas's own record of the upload does (--times with attachment_ids: the
+one place Canvas names an upload's assignment; canvas.py). Such a file is then identified by
+its content alone: another notebook is kept under the one it was handed in for as the "wrong
+notebook", named with the student in every report, and graded as neither. Without either, a
+file is the notebook its name, else its content, says.
 """
 
 from __future__ import annotations
@@ -40,11 +47,14 @@ from datetime import datetime
 from enum import StrEnum
 from pathlib import Path, PurePosixPath
 
+from transformer_lab.hand_in import receipt_problem
+
 from ..course import GradingError
 from ..engine import preflight
 from . import canvas, collected, term_log
 from .collected import ATTACHMENT, GIVEN, NO_TIME, Kept, Store
 from .course_open import Course
+from .names import namer
 from .roster import Named, Roster, lms_name
 from .settings import aware, compile_pattern
 
@@ -63,10 +73,12 @@ class FileStatus(StrEnum):
     REFUSED = "refused"  # placed in the store, but another file counts
     UNCHANGED = "unchanged"  # collected before (or twice in this batch): nothing new
     NEW = "new"  # placed now, its verdict still to come
+    WRONG = "wrong notebook"  # placed in the store, handed in for a notebook it is not
     SKIPPED = "skipped"  # not a notebook of the course, or not a student's
 
 
-KEPT_NOW = (FileStatus.COUNTS, FileStatus.BROKEN, FileStatus.REFUSED)  # placed by this collect
+# placed by this collect
+KEPT_NOW = (FileStatus.COUNTS, FileStatus.BROKEN, FileStatus.WRONG, FileStatus.REFUSED)
 ASK_FOR_A_COPY = (
     "it stands in submitted/ so that autograde reports it, never as a 0; ask for a good copy and "
     "collect it with --student {student} --submitted-at TIME"
@@ -92,6 +104,7 @@ class Found:
     lms_user: str = ""  # the LMS's user id in the name (Canvas's)
     sha256: str = ""  # of a notebook placed: its name in collected/
     status: FileStatus = FileStatus.SKIPPED
+    wrong: str = ""  # the notebook it is, where it was handed in for another (`assignment`)
 
 
 def student_id(text: str) -> str:
@@ -206,6 +219,7 @@ class Naming:
     student: str | None = None  # whose every file is, where the instructor says (--student)
     stamped: bool = False  # course.toml's [collect] stamped: a file's own time is its hand-in
     times: canvas.Times | None = None  # the LMS's submission times (--times)
+    notebook: str | None = None  # what every file was handed in for, where the instructor says
 
     @classmethod
     def of(cls, course: Course, pattern: str | None = None) -> Naming:
@@ -233,6 +247,13 @@ class Naming:
             named.rest = stem  # Moodle's folder per submission: the name is the folder's
             return named
         return Named(top, "folder", rest=stem) if top else None
+
+    def handed_in_for(self, item: Found) -> str | None:
+        """The notebook the file was handed in for: the instructor's word (--notebook), else
+        Canvas's record of the upload (--times with attachment_ids); None where neither says."""
+        if self.notebook or self.times is None or item.order_from != ATTACHMENT:
+            return self.notebook
+        return self.times.handed_in_for(item.order)
 
     def when(self, text: str) -> float:
         try:
@@ -295,14 +316,13 @@ def identify(files, names: list[str], releases: dict, naming: Naming | None = No
             item.note = "skipped: not a notebook (.ipynb)"
             continue
         rest = _find_student(item, path, names, naming)
-        assignment, _ = _name_match(rest, names)
-        if assignment is None and rest != path.stem:
-            assignment, _ = _name_match(path.stem, names)
-        if assignment is None:
-            assignment = _by_content(raw, releases)
-            if assignment:
-                item.note = item.note or "notebook recognised by its content"
-        item.assignment = assignment
+        meant = naming.handed_in_for(item)
+        if meant:  # what it is, by its content alone: what it is called says nothing then
+            content = _by_content(raw, releases)
+            item.assignment, item.wrong = meant, content if content not in (None, meant) else ""
+        else:
+            item.assignment = _named_or_recognised(item, path, rest, names, releases)
+        assignment = item.assignment
         if item.note.startswith("skipped"):
             continue
         if item.student is None:
@@ -312,13 +332,25 @@ def identify(files, names: list[str], releases: dict, naming: Naming | None = No
             )
         elif assignment is None:
             item.note = "skipped: neither its name nor its content matches a released notebook"
-        elif COPY_MARKS.search(path.stem):
+        elif COPY_MARKS.search(path.stem) and not item.wrong:
             item.note = item.note or f"a copy's name, filed as {assignment}.ipynb"
         if naming.times is not None and item.lms_user and assignment:
             when = naming.times.of(item.lms_user, assignment, item.order)
             if when is not None:
                 item.submitted_at, item.time_from = when, canvas.TIME_FROM
     return found
+
+
+def _named_or_recognised(item: Found, path: PurePosixPath, rest: str, names, releases):
+    """The notebook a file's name says, else the one its content is (noted so), else None."""
+    assignment, _ = _name_match(rest, names)
+    if assignment is None and rest != path.stem:
+        assignment, _ = _name_match(path.stem, names)
+    if assignment is None:
+        assignment = _by_content(item.raw, releases)
+        if assignment:
+            item.note = item.note or "notebook recognised by its content"
+    return assignment
 
 
 class Batch(list):
@@ -334,18 +366,25 @@ def collect(
     student: str | None = None,
     submitted_at: str | None = None,
     times: Path | None = None,
+    notebook: str | None = None,
 ) -> Batch:
     """Keep every recognised notebook in collected/, put the one that counts of each student's
     notebook in submitted/STUDENT/NN_topic/ with its time (timestamp.txt), and write what
     happened to reports/collect.md and the term's log. `student` and `submitted_at` (ISO 8601,
     in the course's zone unless it carries an offset) are the instructor's word for every file
-    of this batch: an emailed notebook. `times` is the LMS's own record of when each was handed
-    in (canvas.py: Canvas's submissions API as CSV)."""
+    of this batch: an emailed notebook; `notebook` what every file was handed in for (Canvas's
+    zip of one assignment). `times` is the LMS's own record of when each was handed in (canvas.py:
+    Canvas's submissions API as CSV), and of what for where it lists the uploads."""
     submissions = Path(submissions)
     names = course.layout.assignments()
+    if notebook is not None and notebook not in names:
+        raise GradingError(
+            f"--notebook {notebook}: not a released notebook; give one of {', '.join(names)}"
+        )
     releases = {name: course.layout.release_notebook(name) for name in names}
     naming = Naming.of(course, pattern)
     naming.student = student and _on_roster(student, naming.roster)
+    naming.notebook = notebook
     naming.times = times and canvas.read_times(course, Path(times), names)
     given = submitted_at and given_time(submitted_at, naming.zone)
     found = Batch(identify(_files(submissions, naming.zone), names, releases, naming))
@@ -398,35 +437,65 @@ def _keep(found: list[Found], store: Store, batch: str, broken) -> None:
             continue
         first[key] = item
         old = store.known(*key)
-        why = old.broken if old else broken(item.raw, item.assignment)
-        kept = Kept(
-            item.sha256,
-            *key[:2],
-            item.submitted_at,
-            item.time_from,
-            item.source,
-            batch,
-            now,
-            why,
-            item.order,
-            item.order_from,
-            item.lms_late,
-        )
+        # Another notebook is graded as neither, so preflight has nothing to judge it against.
+        why = old.broken if old else "" if item.wrong else broken(item.raw, item.assignment)
+        kept = _kept(item, batch, now, why)
         if not store.changes(kept):
             item.status, item.note = FileStatus.UNCHANGED, _again(old, store)
             continue
         store.add(item.raw, kept)
         item.status = FileStatus.NEW
     batch_files = {(f.student, f.assignment, f.sha256): f for f in placed}
+    who = namer(store.course, None)
     for item in placed:
-        if item.status == FileStatus.NEW:
+        if item.status == FileStatus.NEW and item.wrong:
+            item.status, item.note = FileStatus.WRONG, wrong_note(item, who)
+        elif item.status == FileStatus.NEW:
             item.status, why = _verdict(item, store, before, batch_files)
-            item.note = "; ".join(n for n in (why, item.note) if n)
+            item.note = "; ".join(n for n in (why, item.note, _hand_in_note(item.raw)) if n)
+
+
+def _hand_in_note(raw: bytes) -> str:
+    """What the receipt of the notebook's own hand-in check says of it (transformer_lab/
+    hand_in.py): the graded cells changed after it, or nothing."""
+    nb, _ = preflight.read_notebook(raw)
+    return (nb is not None and receipt_problem(nb)) or ""
+
+
+def _kept(item: Found, batch: str, now: float, broken: str) -> Kept:
+    """The store's record of this arrival."""
+    return Kept(
+        item.sha256,
+        item.student,
+        item.assignment,
+        item.submitted_at,
+        item.time_from,
+        item.source,
+        batch,
+        now,
+        broken,
+        item.order,
+        item.order_from,
+        item.lms_late,
+        item.wrong,
+    )
+
+
+def wrong_note(item: Found, who=str) -> str:
+    """What collect says of another notebook handed in for this one (`who`: how to name the
+    student, names.namer)."""
+    return (
+        f"{collected.wrong_said(item, who)}; kept, and graded as neither: ask for "
+        f"{item.assignment}, then collect it (emailed: --student {item.student} --notebook "
+        f"{item.assignment})"
+    )
 
 
 def _again(old: Kept, store: Store) -> str:
     """The note on a file collected before: where from, and whether it is the one that counts."""
     note = f"collected before, from {Path(old.batch).name}"
+    if old.wrong:
+        return f"{note}; it is {old.wrong}, handed in for {old.assignment}: graded as neither"
     chosen, _ = store.choice(old.student, old.assignment)
     if chosen.sha256 == old.sha256:
         return note
@@ -467,15 +536,17 @@ def _verdict(item: Found, store: Store, before: dict, batch_files: dict) -> tupl
 
 
 def missing(course: Course) -> dict[str, list[str]]:
-    """Who on the roster handed in nothing, in any collect so far: per notebook anyone handed
-    in, and under "" those with no notebook at all. {} without a roster."""
+    """Who on the roster handed in nothing, in any collect so far: per assigned notebook anyone
+    handed in (course.toml's), and under "" those with no notebook at all. Another notebook
+    handed in for one is not nothing: the report names it apart. {} without a roster."""
     roster = Roster.of(course)
     if roster is None:
         return {}
-    handed = set(Store(course).pairs())
-    students = {s for s, _ in handed}
+    store = Store(course)
+    handed = set(store.pairs()) | set(store.wrong())
+    students, notebooks = {s for s, _ in handed}, {a for _, a in handed}
     out = {"": [s for s in roster.ids if s not in students]}
-    for assignment in sorted({a for _, a in handed}):
+    for assignment in (a for a in course.term.assigned if a in notebooks):
         out[assignment] = [s for s in roster.ids if (s, assignment) not in handed]
     return out
 
@@ -494,8 +565,11 @@ def _handed_in(item: Found, course: Course) -> str:
     return f"{text}, {late} late (due {term_log.shown(due, zone)})"
 
 
-def collect_table(found: list[Found], course: Course, absent: dict[str, list[str]]) -> str:
-    """The full table of one collect, and who handed in nothing."""
+def collect_table(
+    found: list[Found], course: Course, absent: dict[str, list[str]], wrong: list[str]
+) -> str:
+    """The full table of one collect, who handed in nothing, and who handed in the wrong
+    notebook (`wrong`: a line each)."""
     lines = ["| file | student | notebook | handed in | kept as | status | note |"]
     lines.append("|---|---|---|---|---|---|---|")
     for item in sorted(found, key=lambda f: (f.student or "~", f.assignment or "", f.source)):
@@ -509,6 +583,10 @@ def collect_table(found: list[Found], course: Course, absent: dict[str, list[str
         for assignment, students in absent.items():
             label = assignment or "any notebook"
             lines.append(f"- {label} ({len(students)}): {', '.join(students) or 'nobody'}")
+    if wrong:
+        lines += ["", "The wrong notebook handed in (in any collect so far; graded as neither):"]
+        lines.append("")
+        lines += [f"- {line}" for line in wrong]
     return "\n".join(lines) + "\n"
 
 
@@ -556,12 +634,9 @@ def summary(found: list[Found], adopted: list[Kept], changed: list, zone=None) -
         head += ", nothing changed"
     lines = [head + ": " + ", ".join(f"{label} {n}" for label, n in counts.items() if n)]
     lines += [f"hand-in times: {line}" for line in time_sources(found)]
-    for status in (FileStatus.BROKEN, FileStatus.REFUSED, FileStatus.SKIPPED):
+    for status in (FileStatus.WRONG, FileStatus.BROKEN, FileStatus.REFUSED, FileStatus.SKIPPED):
         mine = [f for f in found if f.status == status]
-        for item in mine[:SHOWN]:
-            whose = f" ({item.student} / {item.assignment})" if item.student else ""
-            note = item.note.removeprefix(f"{status}: ")
-            lines.append(f"{status}: {item.source}{whose}: {note}")
+        lines += [_said(item) for item in mine[:SHOWN]]
         if len(mine) > SHOWN:
             lines.append(f"{status}: {len(mine) - SHOWN} more in the report")
     for kept in adopted:
@@ -574,16 +649,36 @@ def summary(found: list[Found], adopted: list[Kept], changed: list, zone=None) -
     return "\n".join(lines)
 
 
+def _said(item: Found) -> str:
+    """A file's line on the terminal: its status, its name, whose it is and why."""
+    if item.status == FileStatus.WRONG:  # "wrong notebook for 04_training: NAME: who ..."
+        head, _, rest = item.note.partition(": ")
+        return f"{head}: {item.source}: {rest}"
+    whose = f" ({item.student} / {item.assignment})" if item.student else ""
+    return f"{item.status}: {item.source}{whose}: {item.note.removeprefix(f'{item.status}: ')}"
+
+
+def wrong_notebooks(course: Course, who=str) -> list[str]:
+    """A line for each notebook of a student for which only another notebook was handed in,
+    over every collect so far: 'wrong notebook for 04_training: bob (Bob Stone) handed in
+    02_causal_mask (kept as 3f2a9c1d0b7e)'."""
+    return [
+        f"{collected.wrong_said(kept, who)} (kept as {kept.short})"
+        for kept in Store(course).wrong().values()
+    ]
+
+
 def write_collect_table(course: Course, batch: Path, found: list[Found], adopted, changed) -> str:
     """reports/collect.md (this collect) and a section of the term's log; the terminal's text."""
     absent = missing(course)
+    wrong = wrong_notebooks(course, namer(course, None))
     short = summary(found, adopted, changed, course.term.zone)
     if absent:
         nobody = absent[""]
         names = ", ".join(nobody[:SHOWN]) + (", ..." if len(nobody) > SHOWN else "")
         short += f"\non the roster, nothing handed in at all: {len(nobody)}"
         short += f" ({names})" if nobody else ""
-    body = f"{short}\n\n{collect_table(found, course, absent)}"
+    body = f"{short}\n\n{collect_table(found, course, absent, wrong)}"
     table = course.layout.report("collect.md")
     table.parent.mkdir(parents=True, exist_ok=True)
     now = term_log.shown(datetime.now().astimezone(), course.term.zone)

@@ -23,6 +23,11 @@ then the files' own order where they share one (a folder's file times), then the
 then the hash. The order of collects never matters. submitted/STUDENT/NN_topic/ always holds the
 file that counts and its time (timestamp.txt, none where no time is recorded: nbgrader then
 takes no penalty).
+
+A file handed in for one notebook that is another (collect --notebook, or Canvas's own record
+of the upload: collect.py) is kept under the notebook it was handed in for, with the notebook it
+is (`wrong`). It never counts, for either: where nothing else handed in for that notebook can,
+the notebook's status is "wrong notebook" (Store.wrong), seen in every report, never a 0.
 """
 
 from __future__ import annotations
@@ -75,6 +80,7 @@ class Kept:
     order: float | None = None  # its place among uploads: Canvas's attachment id, a file's time
     order_from: str = ""  # attachment id | zip entry | file; "" where there is none
     lms_late: bool | None = None  # the LMS's own late mark (Canvas's LATE); None: it says none
+    wrong: str = ""  # the notebook it is, where it was handed in for another: it never counts
 
     def __post_init__(self):
         # Whole seconds: a time read back from index.jsonl is then exactly the time written.
@@ -163,20 +169,35 @@ class Store:
             }
         )
 
+    def countable(self, student: str, assignment: str) -> list[Kept]:
+        """The notebook's files that may count: all but another notebook handed in for it."""
+        return [k for k in self.files.get((student, assignment), {}).values() if not k.wrong]
+
     def choice(self, student: str, assignment: str) -> tuple[Kept, str] | None:
-        """The file that counts, and why (the rule of the module's docstring)."""
-        kept = list(self.files.get((student, assignment), {}).values())
+        """The file that counts, and why (the rule of the module's docstring); None where no
+        file of the notebook may count."""
+        kept = {k.sha256: k for k in self.countable(student, assignment)}
         if not kept:
             return None
         pinned = self.pins.get((student, assignment))
-        if pinned in self.files[student, assignment]:
-            return self.files[student, assignment][pinned], "pinned with collect-pin"
-        good = [k for k in kept if not k.broken]
-        best = newest(good or kept)
+        if pinned in kept:
+            return kept[pinned], "pinned with collect-pin"
+        good = [k for k in kept.values() if not k.broken]
+        best = newest(good or list(kept.values()))
         return best, "the newest that can be graded" if good else "none can be graded: the newest"
 
     def pairs(self) -> list[tuple[str, str]]:
-        return sorted(self.files)
+        """(student, notebook) of every notebook with a file that may count."""
+        return sorted(pair for pair in self.files if self.countable(*pair))
+
+    def wrong(self) -> dict[tuple[str, str], Kept]:
+        """(student, notebook) -> the newest file handed in for it, where every file handed in
+        for it is another notebook."""
+        return {
+            pair: newest(list(kept.values()))
+            for pair, kept in sorted(self.files.items())
+            if not self.countable(*pair)
+        }
 
     def blob(self, kept: Kept) -> Path:
         return self.course.layout.kept(kept.sha256)
@@ -217,6 +238,8 @@ def _merged(old: Kept, new: Kept) -> dict:
         changed |= {"order": new.order, "order_from": new.order_from}
     if old.lms_late is None and new.lms_late is not None:
         changed["lms_late"] = new.lms_late
+    if new.wrong and not old.wrong:  # handed in for this notebook, named the wrong one since
+        changed["wrong"] = new.wrong
     return changed
 
 
@@ -227,6 +250,13 @@ def handed_in(kept, zone) -> str:
         return f"{term_log.shown(kept.submitted_at, zone)} ({kept.time_from})"
     mark = {True: " (Canvas: LATE)", False: " (Canvas: not late)"}.get(kept.lms_late, "")
     return f"at a time not recorded{mark}"
+
+
+def wrong_said(kept, who=str) -> str:
+    """'wrong notebook for 04_training: bob (Bob Stone) handed in 02_causal_mask', of a file
+    handed in for one notebook that is another (`kept`: a Kept, or collect's Found; `who`: how
+    to name the student, names.namer)."""
+    return f"wrong notebook for {kept.assignment}: {who(kept.student)} handed in {kept.wrong}"
 
 
 def lms_late(course: Course, student: str, assignment: str) -> bool | None:
@@ -311,14 +341,27 @@ def find(store: Store, student: str, assignment: str, prefix: str) -> Kept:
             f"{which} of {student} / {assignment} {verb} a hash starting with {prefix!r}; "
             f"`python -m grader collect-pin {student} {assignment}` lists them"
         )
+    if hits[0].wrong:
+        raise GradingError(
+            f"{hits[0].short} is {hits[0].wrong}, handed in for {assignment}: it cannot count "
+            f"for {assignment}"
+        )
     return hits[0]
 
 
 def whose(store: Store, student: str, assignment: str) -> tuple[str, str]:
     """The (student, notebook) the store knows, the student's case aside."""
-    for pair in store.pairs():
-        if pair[1] == assignment and pair[0].casefold() == student.casefold():
+    for pair in sorted(store.files):
+        if pair[1] != assignment or pair[0].casefold() != student.casefold():
+            continue
+        if store.countable(*pair):
             return pair
+        wrong = store.wrong()[pair]
+        raise GradingError(
+            f"{pair[0]} / {assignment}: only {wrong.wrong} was handed in for it (kept as "
+            f"{wrong.short}), which cannot count for {assignment}; collect the right file with "
+            f"--student {pair[0]} --notebook {assignment}"
+        )
     raise GradingError(f"nothing of {student} / {assignment} was ever collected")
 
 
@@ -346,10 +389,17 @@ def listing(store: Store, student: str, assignment: str) -> str:
         lines.append(
             f"| {kept.short} | {when} | {_time_from(kept)} "
             f"| {_came_from(kept)} | {term_log.shown(kept.collected_at, zone)} "
-            f"| {'no: ' + kept.broken if kept.broken else 'yes'} "
+            f"| {_gradable(kept)} "
             f"| {'yes (' + why + ')' if kept is chosen else ''} |"
         )
     return "\n".join(lines) + "\n"
+
+
+def _gradable(kept: Kept) -> str:
+    """'yes', or why not: 'no: it is 02_causal_mask', 'no: not valid notebook JSON ...'."""
+    if kept.wrong:
+        return f"no: it is {kept.wrong}"
+    return f"no: {kept.broken}" if kept.broken else "yes"
 
 
 def _time_from(kept: Kept) -> str:

@@ -6,14 +6,16 @@ written in the three shapes an LMS takes:
     reports/gradesheet.csv      one row per student, a score and a status per notebook, a total
     reports/canvas_import.csv   Canvas's gradebook import (canvas.py)
 
-Nothing here can change a score: export reads the gradebook and writes reports.
+Nothing here can change a score: export reads the gradebook and writes reports. It ends with
+what still waits for the instructor: written answers to grade by hand, and overrides set aside
+since their answers changed (overrides.py), each with both scores.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from . import canvas, gradesheet, hand_grading
+from . import canvas, gradesheet, hand_grading, overrides
 from .course_open import Course
 from .names import namer
 from .nbgrader_apps import gradebook
@@ -33,6 +35,8 @@ def export(
     with gradebook(course, create=True) as gb:
         sheet = gradesheet.read(course, gb, partial)
         who = namer(course, gb)
+        written = hand_grading.written_answers(gb, [nb.name for nb in sheet.notebooks])
+        set_aside = overrides.pending(course, gb)
     target.parent.mkdir(parents=True, exist_ok=True)
     gradesheet.NbgraderCsv(to=str(target), partial=partial).write(course, sheet)
     said.append(f"wrote {target}")
@@ -46,5 +50,6 @@ def export(
     pending = {
         (r.id, name): m.waiting for r in sheet.rows for name, m in r.marks.items() if m.waiting
     }
-    summary = hand_grading.summary(pending, partial, who)
-    return said + [summary] * bool(summary)
+    summary = hand_grading.summary(pending, partial, who, written)
+    aside = overrides.said(set_aside, who)
+    return said + [summary] * bool(summary) + [aside] * bool(aside)

@@ -24,10 +24,12 @@ from the last autograde report:
     not due      nothing handed in yet, before the due date: no score, nothing lost yet
     skipped      extra credit, nothing handed in: no score, nothing lost
     pending      handed in, not graded yet: run `make autograde`
+    wrong notebook   only another notebook was handed in for it (collect names which): kept,
+                 graded as neither; settled once the right one is collected
     quarantined  not gradeable as handed in (the report says why)
     failed       its grading job failed (the report says why)
 
-A quarantined, failed, pending or hand-grading notebook has an empty score, never the
+A quarantined, failed, pending, wrong or hand-grading notebook has an empty score, never the
 gradebook's older or partial score or a 0, and leaves the student's total empty too, until it is
 settled. Times are ISO 8601 in course.toml's timezone, with their offset.
 """
@@ -43,7 +45,7 @@ from nbgrader.plugins import CsvExportPlugin
 from traitlets import Bool
 
 from ..outcome import NOT_GRADED, SheetStatus
-from . import deadlines
+from . import collected, deadlines
 from .course_open import Course
 from .hand_grading import waiting
 from .rules import Counted
@@ -52,7 +54,10 @@ from .scores import load_outcomes
 WITH_SCORE = (SheetStatus.GRADED, SheetStatus.LATE, SheetStatus.PARTIAL)  # a number in every file
 COUNTED = (*WITH_SCORE, SheetStatus.MISSING)  # in the total; a missing notebook counts 0
 # No total while one of these stands.
-UNSETTLED = (SheetStatus.PENDING, SheetStatus.QUARANTINED, SheetStatus.FAILED, SheetStatus.NEEDS)
+UNSETTLED = (
+    *(SheetStatus.PENDING, SheetStatus.QUARANTINED, SheetStatus.FAILED, SheetStatus.NEEDS),
+    SheetStatus.WRONG,
+)
 
 
 @dataclass
@@ -96,12 +101,15 @@ def penalised(score: float, penalty: float) -> float:
     return round(max(score - max(penalty, 0.0), 0.0), 2)
 
 
-def _students(gb) -> list[tuple[str, str, str, str, str]]:
+def _students(gb, also=()) -> list[tuple[str, str, str, str, str]]:
+    """The gradebook's students, and those of `also` it lacks (a wrong notebook is all they
+    handed in, and there is no roster)."""
     students = [
         (s.id, s.first_name or "", s.last_name or "", s.email or "", s.lms_user_id or "")
         for s in gb.students
     ]
-    return sorted(students)
+    known = {s[0] for s in students}
+    return sorted(students + [(s, "", "", "", "") for s in set(also) - known])
 
 
 def _submissions(gb, names: list[str]) -> dict[tuple[str, str], dict]:
@@ -123,10 +131,12 @@ def mark(
     late: tuple[float, float] = (0.0, 0.0),
     answers: list[str] | tuple = (),
     partial: bool = False,
+    wrong: bool = False,
 ) -> Mark:
     """The report's verdict first: a gradebook score behind a quarantine or a failure is stale.
     `late`: (seconds late, points taken). `answers`: the notebook's written answers still to
-    grade by hand; its score is then partial, left empty unless `partial`."""
+    grade by hand; its score is then partial, left empty unless `partial`. `wrong`: only
+    another notebook was handed in for it."""
     name = notebook.name
     if outcome is not None and outcome.status in NOT_GRADED:
         return Mark(None, SheetStatus(outcome.status))
@@ -134,6 +144,8 @@ def mark(
         handed_in = course.layout.notebook("submitted", name, student).is_file()
         if handed_in:
             return Mark(None, SheetStatus.PENDING)
+        if wrong:
+            return Mark(None, SheetStatus.WRONG)
         if notebook.extra_credit:
             return Mark(None, SheetStatus.SKIPPED)
         return Mark(0.0, SheetStatus.MISSING) if notebook.due else Mark(None, SheetStatus.NOT_DUE)
@@ -153,22 +165,23 @@ def mark(
 
 def read(course: Course, gb, partial: bool = False) -> Sheet:
     """The Sheet, from the command's gradebook session `gb`: one Row per student of the
-    gradebook. `partial`: a notebook with written answers still to grade by hand gets its
-    partial score."""
+    gradebook, and of anyone who handed in nothing but a wrong notebook. `partial`: a notebook
+    with written answers still to grade by hand gets its partial score."""
     notebooks = course.term.counted()
     names = [nb.name for nb in notebooks]
     submissions, lateness = _submissions(gb, names), deadlines.lateness(gb)
     outcomes = {(o.student, o.assignment): o for o in load_outcomes(course)}
-    pending = waiting(gb, names)
+    pending, wrong = waiting(gb, names), collected.Store(course).wrong()
     rows = []
-    for student, first, last, email, lms_user_id in _students(gb):
+    also = (student for student, name in wrong if name in names)
+    for student, first, last, email, lms_user_id in _students(gb, also):
         marks = {}
         for nb in notebooks:
             key = (student, nb.name)
             score = submissions[key]["score"] if key in submissions else None
             late, answers = lateness[key], pending.get(key, [])
             marks[nb.name] = mark(
-                course, student, nb, score, outcomes.get(key), late, answers, partial
+                course, student, nb, score, outcomes.get(key), late, answers, partial, key in wrong
             )
         rows.append(Row(student, first, last, email, marks, lms_user_id))
     return Sheet(rows, notebooks, submissions, lateness)

@@ -1,7 +1,9 @@
 """Written answers still waiting for a hand grade: nbgrader's manually graded cells (notebook
 04's prediction) whose grade the gradebook marks `needs_manual_grade`, because nobody has
 graded them in the formgrader yet or because the answer changed since (nbgrader keeps the old
-hand score and asks for a second look).
+hand score and asks for a second look; an unchanged answer keeps its hand grade done through
+any regrade: grader/engine/kept_grades.py). An override of a check that nbgrader flagged so
+(before this kit kept them) is named as an override, never as a written answer.
 
 Until every such answer of a notebook is graded, the notebook's score is partial: the answer
 counts 0. `make export` and `make feedback` therefore leave it out of every file they write
@@ -14,7 +16,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ..outcome import SheetStatus
+from ..outcome import Outcome, SheetStatus
+from . import overrides
 
 
 def waiting(gb, notebooks) -> dict[tuple[str, str], list[str]]:
@@ -38,20 +41,40 @@ def waiting(gb, notebooks) -> dict[tuple[str, str], list[str]]:
     return found
 
 
-def summary(pending: dict[tuple[str, str], list[str]], partial: bool, who) -> str:
+def written_answers(gb, notebooks) -> set[tuple[str, str]]:
+    """(notebook, grade id) of every written answer (a cell both solution and graded) of these
+    notebooks, from the gradebook (`gb`; None: none)."""
+    known = {a.name for a in gb.assignments} if gb is not None else set()
+    found = set()
+    for name in (n for n in notebooks if n in known):
+        notebook = gb.find_notebook(name, name)
+        graded = {cell.name for cell in notebook.grade_cells}
+        found |= {(name, cell.name) for cell in notebook.solution_cells if cell.name in graded}
+    return found
+
+
+def _counted(n: int, what: str) -> str:
+    return f"{n} {what}{'s' * (n != 1)}"
+
+
+def summary(pending: dict[tuple[str, str], list[str]], partial: bool, who, written: set) -> str:
     """One paragraph for the terminal: how many answers, in which notebooks, whose (`who`:
-    how to name them, names.namer), and what the files written hold for them. Empty when
-    nothing waits."""
+    how to name them, names.namer), and what the files written hold for them. `written`: the
+    (notebook, grade id) that are written answers (written_answers); any other waiting is an
+    override, and is called one. Empty when nothing waits."""
     if not pending:
         return ""
-    answers = sum(len(ids) for ids in pending.values())
+    ids = [(name, i) for (_, name), found in pending.items() for i in found]
+    answers = sum(key in written for key in ids)
+    kinds = [_counted(answers, "written answer")] * bool(answers)
+    kinds += [_counted(len(ids) - answers, "override")] * (len(ids) > answers)
     by_notebook: dict[str, list[str]] = {}
     for student, name in sorted(pending):
         by_notebook.setdefault(name, []).append(who(student))
     lines = [
-        f"{answers} written answer{'s' * (answers != 1)} still need{'s' * (answers == 1)} a "
-        f"hand grade, in {len(pending)} notebook{'s' * (len(pending) != 1)} "
-        "(grade them in `make formgrader`, then run this again):"
+        f"{' and '.join(kinds)} still need{'s' * (len(ids) == 1)} a hand grade, in "
+        f"{_counted(len(pending), 'notebook')} (grade them in `make formgrader`, then run this "
+        "again):"
     ]
     lines += [f"  {name}: {', '.join(people)}" for name, people in sorted(by_notebook.items())]
     if partial:
@@ -63,6 +86,24 @@ def summary(pending: dict[tuple[str, str], list[str]], partial: bool, who) -> st
             f"Those notebooks' scores are left empty, marked '{SheetStatus.NEEDS}', in every file "
             "written (--partial writes the partial scores, marked so)."
         )
+    return "\n".join(lines)
+
+
+def regraded(outcomes: list[Outcome], who=str) -> str:
+    """What a grading did with hand grades, for the terminal and the term's log: how many it
+    kept (their answers unchanged), the written answers it asks to grade again (changed), and
+    the overrides it set aside (changed: overrides.py). Empty where it met none."""
+    kept = sum(o.hand_kept for o in outcomes)
+    asked = [f"{who(o.student)} / {o.assignment} {i}" for o in outcomes for i in o.hand_asked]
+    aside = [(o.student, o.assignment, s) for o in outcomes for s in o.set_aside]
+    lines = []
+    if kept or asked:
+        said = f"hand grades kept over this grading, their answers unchanged: {kept}"
+        if asked:
+            said += f"; to grade again, the answer changed: {', '.join(asked)}"
+        lines.append(said)
+    if aside:
+        lines.append(overrides.said(aside, who))
     return "\n".join(lines)
 
 

@@ -4,7 +4,9 @@ opens once and hands down. None of this can change a score: grading is the engin
 (grader/engine/), keyed by the rerun key; this is the term's, and editing it regrades no one.
 
 The release takes the folder's Layout, not an opened Course: it builds what course.toml is
-checked against, and never reads course.toml itself.
+checked against, and never reads course.toml itself. It is built in a staging folder beside the
+course folder (`staged`) and swapped in by renames only once all of it succeeded: a failed
+release leaves the course folder byte for byte as it was.
 """
 
 from __future__ import annotations
@@ -12,9 +14,11 @@ from __future__ import annotations
 import contextlib
 import copy
 import os
+import shutil
 import sqlite3
 import sys
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..course import GradingError, Layout, nbgrader_config
@@ -66,6 +70,83 @@ def release(layout: Layout, names: list[str]) -> None:
             raise GradingError(
                 f"nbgrader generate_assignment {name} failed:\n{result['log']}{result['error']}"
             )
+
+
+RELEASED = ("source", "release", "publish")  # the steps a release rebuilds
+
+
+@dataclass
+class Staging:
+    """A release in the making: `layout`, a folder beside the course's, holds copies of what the
+    release may change; `swap` puts each in place of the course's by renames."""
+
+    course: Layout
+    layout: Layout
+    parts: list[tuple[Path, Path]] = field(default_factory=list)  # (course's, staged) to swap
+
+    def take(self, mine: Path, staged: Path, swap: bool = True) -> None:
+        """A copy of `mine` (if it exists) at `staged`; swapped in at the end unless `swap` is
+        False (a copy to read: the submissions a regrade reads)."""
+        staged.parent.mkdir(parents=True, exist_ok=True)
+        if mine.is_dir():
+            shutil.copytree(mine, staged, symlinks=True)
+        elif mine.is_file():
+            shutil.copy2(mine, staged)
+        if swap:
+            self.parts.append((mine, staged))
+
+    def take_notebook(self, name: str, students: list[str]) -> None:
+        """What a regrade of notebook `name` reads and writes: each student's submitted/ (read)
+        and autograded/ folders, and the record of hand grades."""
+        for student in students:
+            for step in ("submitted", "autograded"):
+                mine = self.course.folder(step, name, student)
+                self.take(mine, self.layout.folder(step, name, student), swap=step != "submitted")
+        if (self.course.hand_grades, self.layout.hand_grades) not in self.parts:
+            self.take(self.course.hand_grades, self.layout.hand_grades)
+
+    def swap(self) -> None:
+        """Each staged part in place of the course's, by renames on one disk: the course's moved
+        into the staging folder (removed with it), the staged one moved in; all moved back
+        should a rename fail."""
+        moved = []
+        try:
+            for mine, staged in self.parts:
+                old = staged.with_name(f"{staged.name}.replaced")
+                if mine.exists():
+                    mine.rename(old)
+                moved.append((mine, old))
+                if staged.exists():
+                    mine.parent.mkdir(parents=True, exist_ok=True)
+                    staged.rename(mine)
+        except OSError:
+            for mine, old in reversed(moved):
+                if mine.is_dir():
+                    shutil.rmtree(mine)
+                elif mine.exists():
+                    mine.unlink()
+                if old.exists():
+                    old.rename(mine)
+            raise
+
+
+@contextlib.contextmanager
+def staged(course: Layout) -> Iterator[Staging]:
+    """A Staging beside the course folder holding copies of its release (source/, release/,
+    publish/), its gradebook and course.toml; swapped in when the block ends without an
+    exception, removed either way. Nothing in the course folder is written before the swap."""
+    staging = Staging(course, course.beside("release"))
+    shutil.rmtree(staging.layout.root, ignore_errors=True)  # left by a release that was killed
+    staging.layout.root.mkdir(parents=True)
+    try:
+        for step in RELEASED:
+            staging.take(course.step(step), staging.layout.step(step))
+        staging.take(course.gradebook, staging.layout.gradebook)
+        staging.take(course.settings, staging.layout.settings)
+        yield staging
+        staging.swap()
+    finally:
+        shutil.rmtree(staging.layout.root, ignore_errors=True)
 
 
 def feedback(course: Course) -> None:

@@ -13,9 +13,11 @@ import logging
 from collections import Counter
 from dataclasses import asdict, fields
 
+from nbgrader import utils as nbgrader_utils
+
 from ..engine import autograde as engine
-from ..outcome import NOT_GRADED, SCORED, Flag, Outcome, Status
-from . import copies, deadlines, term_log
+from ..outcome import NOT_GRADED, SCORED, Flag, Outcome, SetAside, SheetStatus, Status
+from . import collected, copies, deadlines, hand_grading, overrides, term_log
 from .course_open import Course
 from .names import namer
 from .nbgrader_apps import gradebook
@@ -75,8 +77,10 @@ def summary(outcomes: list[Outcome]) -> str:
 
 
 def log_entry(outcomes: list[Outcome]) -> str:
-    """The summary, and each notebook that could not be graded, with the reason."""
-    lines = [summary(outcomes), ""]
+    """The summary, what became of the hand grades, and each notebook that could not be graded,
+    with the reason."""
+    hand = hand_grading.regraded(outcomes)
+    lines = [summary(outcomes), *[hand] * bool(hand), ""]
     lines += [
         f"- {o.student} / {o.assignment}: {o.status}: {o.reason}"
         for o in outcomes
@@ -91,25 +95,33 @@ def _scope(students, notebooks) -> str:
     return said + (f" --notebook {' '.join(notebooks)}" if notebooks else "")
 
 
-def scores_table(outcomes: list[Outcome], isolated: str, notebooks: list, who=str) -> str:
+def scores_table(
+    outcomes: list[Outcome], isolated: str, notebooks: list, who=str, by_hand=None, wrong=()
+) -> str:
     """Students down (`who`: how to name them, names.namer), the assigned notebooks across
     (Term.counted): score / the release's points, or why there is none; the total out of
     the same maximum for everyone, as the grade sheet counts it; then the notes, grouped by
-    kind."""
+    kind. `by_hand`: notebook -> its answers graded by hand (_by_hand); `wrong`: the (student,
+    notebook) for which only another notebook was handed in (collected.Store.wrong)."""
     table = {(o.student, o.assignment): o for o in outcomes}
     out_of = sum(nb.out_of for nb in notebooks)
     lines = [
         "| student | " + " | ".join(map(_heading, notebooks)) + f" | total / {out_of:g} | review |",
         "|---|" + "---|" * (len(notebooks) + 2),
     ]
-    for student in sorted({o.student for o in outcomes}):
+    counted = {nb.name for nb in notebooks}
+    for student in sorted({o.student for o in outcomes} | {s for s, a in wrong if a in counted}):
         mine = [table.get((student, nb.name)) for nb in notebooks]
         flagged = [copies.review_cell(o.assignment, o.flags) for o in mine if o and o.flags]
         review_cell = "⚑ " + " · ".join(flagged) if flagged else ""
-        cells = [_cell(o, nb) for o, nb in zip(mine, notebooks, strict=True)]
-        total = _total(mine, notebooks)
+        cells = [
+            SheetStatus.WRONG
+            if o is None and (student, nb.name) in wrong
+            else _cell(o, nb, by_hand)
+            for o, nb in zip(mine, notebooks, strict=True)
+        ]
+        total = _total(mine, notebooks, SheetStatus.WRONG in cells)
         lines.append(f"| {who(student)} | " + " | ".join(cells) + f" | {total} | {review_cell} |")
-    counted = {nb.name for nb in notebooks}
     lines += ["", f"Sandbox: {isolated}.", _legend(notebooks)]
     lines += _notes([o for o in outcomes if o.assignment in counted])
     unassigned = sorted({o.assignment for o in outcomes} - counted)
@@ -122,22 +134,52 @@ def _heading(nb) -> str:
     return nb.name + " (extra credit)" * nb.extra_credit + " (not due yet)" * (not nb.due)
 
 
-def _cell(o: Outcome | None, nb) -> str:
+def _cell(o: Outcome | None, nb, by_hand: dict | None) -> str:
     if o is None:
         return "–"
     if o.status not in SCORED:
         return o.status
-    manual = f" (+{o.needs_manual} to grade by hand)" if o.needs_manual else ""
     late = ""
     if o.seconds_late:  # late under a policy that takes nothing: said, not "−0"
         late = f" late −{o.late_penalty:g}" if o.late_penalty else " late, no penalty"
-    return f"{o.score:g} / {nb.points:g}{manual}{late}"
+    if not o.needs_manual:
+        return f"{o.score:g} / {nb.points:g}{late}"
+    # Not "3 / 4", which reads as the notebook's score: say what is still to come.
+    return f"{o.score:g} of {nb.points:g}{late}, {_still_by_hand(o, nb, by_hand or {})}"
 
 
-def _total(mine: list, notebooks: list) -> str:
+def _still_by_hand(o: Outcome, nb, by_hand: dict) -> str:
+    """'1 point to grade by hand' where every answer of the notebook graded by hand waits (the
+    release has their points), else '1 written answer to grade by hand'."""
+    answers, points = by_hand.get(nb.name, (0, 0.0))
+    if o.needs_manual == answers:
+        return f"{points:g} point{'s' * (points != 1)} to grade by hand"
+    return f"{o.needs_manual} written answer{'s' * (o.needs_manual != 1)} to grade by hand"
+
+
+def _by_hand(course: Course, notebooks: list) -> dict[str, tuple[int, float]]:
+    """notebook -> how many answers its release has that are graded by hand (nbgrader's
+    manually graded answers and tasks), and their points."""
+    found = {}
+    for nb in notebooks:
+        cells = course.layout.release_notebook(nb.name).cells
+        manual = [c for c in cells if nbgrader_utils.is_task(c) or _manual_answer(c)]
+        points = sum(float(c.metadata["nbgrader"].get("points", 0)) for c in manual)
+        found[nb.name] = (len(manual), points)
+    return found
+
+
+def _manual_answer(cell) -> bool:
+    return nbgrader_utils.is_grade(cell) and nbgrader_utils.is_solution(cell)
+
+
+def _total(mine: list, notebooks: list, wrong: bool = False) -> str:
     """The grade sheet's total: nothing handed in counts 0, and there is none while a notebook is
-    quarantined or failed, or has a written answer still to grade by hand."""
+    quarantined or failed, has a written answer still to grade by hand, or only another notebook
+    was handed in for it (`wrong`)."""
     total, out_of = 0.0, sum(nb.out_of for nb in notebooks)
+    if wrong:
+        return f"– / {out_of:g}"
     for o in mine:
         if o is None:
             continue
@@ -167,6 +209,7 @@ NOTE_KINDS = {
     "cut short": "Graded in part: the kernel died",
     "repaired": "Repaired by preflight",
     "review": "Review: copies, and code that touches the checking machinery",
+    "hand": "Hand grades whose answer changed (those of unchanged answers are kept)",
 }
 REVIEW = (
     "Code in the student's own cells that touches the checking machinery (checkpoints, torch's "
@@ -190,6 +233,8 @@ def _notes(outcomes: list[Outcome]) -> list[str]:
             kinds[kind].append(who + (f"{o.status}: " if kind == "not graded" else "") + o.reason)
         kinds["repaired"] += [who + r for r in o.repairs]
         kinds["review"] += [who + f.text() for f in o.flags]
+        kinds["hand"] += [who + f"{i}: the answer changed; grade it again" for i in o.hand_asked]
+        kinds["hand"] += [who + overrides.line(o.student, o.assignment, s) for s in o.set_aside]
     lines = []
     for kind, notes in kinds.items():
         if notes:
@@ -209,7 +254,9 @@ def write_scores_table(course: Course, outcomes: list[Outcome], isolated: str, w
     which the grade sheet and feedback read back."""
     table = course.layout.report("autograde.md")
     table.parent.mkdir(parents=True, exist_ok=True)
-    text = scores_table(outcomes, isolated, course.term.counted(), who)
+    notebooks = course.term.counted()
+    wrong = collected.Store(course).wrong()
+    text = scores_table(outcomes, isolated, notebooks, who, _by_hand(course, notebooks), wrong)
     table.write_text(text, encoding="utf-8")
     course.layout.report("autograde.json").write_text(
         json.dumps({"sandbox": isolated, "outcomes": [asdict(o) for o in outcomes]}, indent=2),
@@ -227,6 +274,7 @@ def load_outcomes(course: Course) -> list[Outcome]:
     outcomes = [Outcome(**{k: v for k, v in o.items() if k in known}) for o in rows]
     for o in outcomes:
         o.status, o.flags = Status(o.status), [Flag.read(f) for f in o.flags]
+        o.set_aside = [SetAside.read(s) for s in o.set_aside]
     return outcomes
 
 

@@ -8,6 +8,7 @@ course (course_open.py): a file edited while it runs applies from the next comma
 from __future__ import annotations
 
 import re
+import textwrap
 import tomllib
 from datetime import datetime
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -36,6 +37,29 @@ KEYS = {
         "strptime's format of its (?P<time>...), stamped = true or false",
     ),
 }
+# key -> how a setting is written: the commented starting file shows each.
+EXAMPLES = {
+    "assigned": 'assigned = ["01_attention", "02_causal_mask", "04_training", "06_stretch"]',
+    "extra_credit": 'extra_credit = ["06_stretch"]',
+    "timezone": 'timezone = "Europe/Berlin"',
+    "due": (
+        "[due]\n01_attention = 2027-01-15T23:59:00+01:00\n"
+        '02_causal_mask = "2027-01-22T23:59:00+01:00"'
+    ),
+    "extensions": "[extensions.alice]\n01_attention = 2",
+    "late": '[late]\npenalty = "percent_per_day"\npercent_per_day = 10',
+    "roster": '[roster]\nid = "SIS Login ID"',
+    "collect": (
+        "[collect]\npattern = '_(?P<student>[^_]+)_attempt_(?P<time>\\d{4}(-\\d\\d){5})_'\n"
+        'time_format = "%Y-%m-%d-%H-%M-%S"\nstamped = false'
+    ),
+}
+STARTING_HEADER = """# The term's settings, read by python -m grader at the start of each command.
+# Every setting is commented out, so each has its default; uncomment and edit what this term
+# needs. A setting that is not right stops the next command in one line that names it.
+# grader/README.md says more of each ("Which notebooks count", "Due dates and late penalties",
+# "The roster and LMS names"). Settings without a [table] come first.
+"""
 SECTIONS = {
     "late": {"penalty", "percent_per_day"},
     "roster": {"id"},
@@ -196,3 +220,22 @@ def read_term(layout: Layout) -> Term:
 
 def _points(release) -> float:
     return float(sum(c.metadata.get("nbgrader", {}).get("points", 0) for c in release.cells))
+
+
+def starting_file() -> str:
+    """A course.toml to start from, which the first release writes where there is none: each
+    setting commented out, with its meaning, its default and how it is written; read as is, it
+    is every default."""
+    lines = [STARTING_HEADER]
+    for key, (default, meaning) in KEYS.items():
+        said = f"{key}: {meaning}; default: {_default(default)}."
+        lines += textwrap.wrap(said, 96, initial_indent="# ", subsequent_indent="#   ")
+        lines += [f"# {line}" for line in EXAMPLES[key].splitlines()]
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _default(value) -> str:
+    if isinstance(value, list):
+        return "[" + ", ".join(f'"{v}"' for v in value) + "]"
+    return value if isinstance(value, str) else "none set"

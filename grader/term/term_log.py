@@ -1,5 +1,6 @@
-"""The term's log: each collect, collect-pin and autograde appends what it did to
-COURSE/reports/term_log.md, oldest first, so that no step's record is overwritten by the next.
+"""The term's log: each collect, collect-pin, autograde, release and override appends what it
+did to COURSE/reports/term_log.md, oldest first, so that no step's record is overwritten by the
+next.
 Every time in it, and in the reports that quote it, is shown in the course's zone
 (course.toml's `timezone`; this machine's where it names none), with the zone written, and a
 lateness as days, hours and minutes (`describe`)."""
@@ -15,7 +16,8 @@ from .course_open import Course
 LOG = "term_log.md"
 HEADER = (
     "# The term's log\n\n"
-    "Every collect, collect-pin and autograde of this course, oldest first. Each collect's full "
+    "Every collect, collect-pin, autograde, release and override of this course, oldest first. "
+    "Each collect's full "
     "table is here; reports/collect.md holds only the last one.\n\n"
 )
 

@@ -1,0 +1,243 @@
+"""Errata: a release that changes a notebook the class has handed in. Before it writes anything,
+`make release` works out what changes for each notebook against the gradebook (`plan`): graded
+cells added or removed, points changed, checks whose code changed, and the submissions the
+gradebook holds. nbgrader makes most of that in place (points, a check's code: the next
+autograde regrades, keeping each hand grade of an unchanged answer). A graded cell added or
+removed it cannot make once there are submissions ("Cannot add or remove cells ... because there
+are submissions", nbgrader issue #1699); the kit carries it out, in the release's staging folder
+(nbgrader_apps.staged), so that a failure changes nothing:
+
+  1. every hand grade, override, extra credit, comment and flag of the notebook is saved to
+     COURSE/hand_grades.jsonl, keyed by student, grade id and the digest of the answer it judged
+     (`set_aside`), and the notebook is removed from the gradebook (Gradebook.remove_assignment);
+  2. nbgrader releases it again;
+  3. every submission of it is regraded against the new release (the engine's grade(); preflight
+     matches an old release's cells by grade id), each saved hand grade put back where its answer
+     is unchanged, the rest asked for again and named (`regrade`); lateness settled again.
+
+With ERRATA=refuse, such a change is refused instead, in one line naming the submissions and the
+routes (`refusal`), before anything is written.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import nbformat
+
+from ..cells import answers
+from ..course import Layout
+from ..engine import autograde as engine
+from ..engine import kept_grades
+from ..outcome import SCORED
+from . import copies, hand_grading, term_log
+from .course_open import Course
+from .names import namer
+from .nbgrader_apps import gradebook
+from .scores import merged, settle, write_scores_table
+
+CARRY, REFUSE = "carry", "refuse"
+
+
+@dataclass(frozen=True)
+class Change:
+    """What a release changes of one notebook, against the gradebook."""
+
+    notebook: str
+    added: dict[str, float]  # graded cells added: grade id -> points
+    removed: dict[str, float]  # graded cells removed: grade id -> points they had
+    points: dict[str, tuple[float, float]]  # grade id -> (points before, after)
+    checks: list[str]  # checks whose code changed
+    others: list[str]  # nbgrader's other cells (exercises, locked cells) added or removed
+    submissions: list[str]  # students the gradebook holds a submission of
+
+    @property
+    def rebuilds(self) -> bool:
+        """Whether nbgrader cannot make it in place: cells added or removed under submissions."""
+        return bool(self.submissions and (self.added or self.removed or self.others))
+
+    @property
+    def graded(self) -> bool:
+        """Whether it changes what is graded (else only text: nothing regrades)."""
+        return bool(self.added or self.removed or self.others or self.points or self.checks)
+
+    def text(self) -> str:
+        parts = [f"{_cells(self.added)} added"] * bool(self.added)
+        parts += [f"{_cells(self.removed)} removed"] * bool(self.removed)
+        parts += [f"{i} {a:g} → {b:g} points" for i, (a, b) in sorted(self.points.items())]
+        parts += [f"{', '.join(self.checks)}'s code changed"] * bool(self.checks)
+        parts += [f"{', '.join(self.others)} added or removed"] * bool(self.others)
+        said = f"{self.notebook}: {'; '.join(parts) or 'no graded cell changed'}"
+        n = len(self.submissions)
+        if self.rebuilds:
+            return said + f"; its {_n(n, 'submission')}: rebuilt in the gradebook and regraded"
+        if self.graded and n:
+            return said + (
+                f"; the next `make autograde` regrades its {_n(n, 'submission')}, keeping each "
+                "hand grade of an unchanged answer"
+            )
+        return said
+
+
+def _n(n: int, what: str) -> str:
+    """'1 submission', '3 submissions'."""
+    return f"{n} {what}{'s' * (n != 1)}"
+
+
+def _cells(cells: dict[str, float]) -> str:
+    return ", ".join(f"{i} ({p:g} point{'s' * (p != 1)})" for i, p in cells.items())
+
+
+def _graded(nb) -> dict[str, dict]:
+    """nbgrader's cells of a source notebook, as its SaveCells sees them: grade id -> metadata,
+    with the cell's source."""
+    found = {}
+    for cell in nb.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if any(meta.get(k) for k in ("grade", "solution", "locked", "task")):
+            found[meta["grade_id"]] = {**meta, "source": cell.source}
+    return found
+
+
+def plan(layout: Layout, sources: dict) -> list[Change]:
+    """Each notebook's Change against the gradebook of `layout` (a staging copy: nothing is
+    written), for the notebooks it knows; a notebook new to it changes nothing there."""
+    from nbgrader.api import Gradebook, MissingEntry
+
+    if not layout.gradebook.is_file():
+        return []
+    changes = []
+    with Gradebook(layout.db_url) as gb:
+        for name, nb in sources.items():
+            try:
+                known = gb.find_notebook(name, name)
+            except MissingEntry:
+                continue
+            changes.append(_change(name, known, _graded(nb)))
+    return changes
+
+
+def _change(name: str, known, new: dict[str, dict]) -> Change:
+    old = {c.name: c.max_score for c in known.grade_cells}
+    now = {i: float(m["points"]) for i, m in new.items() if m.get("grade")}
+    cells = {c.name for c in known.source_cells}
+    sources = {c.name: c.source for c in known.source_cells}
+    checks = [
+        i
+        for i, m in new.items()
+        if m.get("grade") and not m.get("solution") and i in sources and sources[i] != m["source"]
+    ]
+    return Change(
+        name,
+        added={i: p for i, p in now.items() if i not in old},
+        removed={i: p for i, p in old.items() if i not in now},
+        points={i: (old[i], p) for i, p in now.items() if i in old and old[i] != p},
+        checks=sorted(checks),
+        others=sorted((cells ^ set(new)) - set(old) - set(now)),
+        submissions=sorted(s.student.id for s in known.submissions),
+    )
+
+
+def refusal(changes: list[Change]) -> str:
+    """The one line that refuses a release under ERRATA=refuse; empty where nothing needs the
+    kit."""
+    rebuilt = [c for c in changes if c.rebuilds]
+    if not rebuilt:
+        return ""
+    what = "; ".join(f"{c.text().split('; its ')[0]} under {_whose(c)}" for c in rebuilt)
+    names = ", ".join(c.notebook for c in rebuilt)
+    return (
+        f"release refused (ERRATA=refuse): {what}, and nbgrader cannot add or remove a graded "
+        f"cell once there are submissions. Either `make release` (ERRATA=carry, the default) "
+        f"saves their hand grades, rebuilds {names} in the gradebook, regrades those submissions "
+        "and puts back each hand grade whose answer is unchanged; or undo the change in "
+        "solutions/."
+    )
+
+
+def _whose(change: Change) -> str:
+    shown = change.submissions[:10]
+    more = len(change.submissions) - len(shown)
+    return f"{_n(len(change.submissions), 'submission')} ({', '.join(shown)}{' …' * bool(more)})"
+
+
+def set_aside(layout: Layout, changes: list[Change]) -> dict[tuple[str, str], list]:
+    """Every hand grade of the notebooks to rebuild, saved to the record with the digest of the
+    answer it judged (the notebook last graded, in autograded/), and those notebooks removed from
+    the gradebook: (student, notebook) -> its hand grades, to carry over the regrade."""
+    from nbgrader.api import Gradebook
+
+    carried: dict[tuple[str, str], list] = {}
+    if not changes:
+        return carried
+    with Gradebook(layout.db_url) as gb:
+        for change in changes:
+            name = change.notebook
+            for student in change.submissions:
+                graded = layout.notebook("autograded", name, student)
+                previous = nbformat.read(graded, 4) if graded.is_file() else None
+                carried[student, name] = kept_grades.before(gb, student, name, previous)
+            gb.remove_assignment(name)
+    kept_grades.record(layout, kept_grades.SAVED, [h for hands in carried.values() for h in hands])
+    return carried
+
+
+def regrade(layout: Layout, changes: list[Change], carried: dict, **engine_options) -> list:
+    """Every submission of the rebuilt notebooks graded against the new release, each carrying
+    its saved hand grades; lateness settled again, as autograde settles it. The outcomes."""
+    names = [c.notebook for c in changes]
+    if not names:
+        return []
+    options = {"progress": False, **engine_options, "force": True, "carried": carried}
+    outcomes = engine.grade(layout, notebooks=names, **options)
+    course = Course.open(layout.root)
+    with gradebook(course) as gb:
+        settle(course, gb, outcomes)
+    return outcomes
+
+
+def report(course: Course, changes, outcomes, carried: dict, seconds: float, isolated: str):
+    """After the release is in place: the regraded rows in the scores table (as autograde
+    writes it), and what the release did in the term's log; the lines to print."""
+    lines = [c.text() for c in changes]
+    if outcomes:
+        lines += _regraded(course, outcomes, carried, seconds, isolated)
+    if changes:
+        term_log.append(course, "release", "\n".join(lines))
+    return lines
+
+
+def _regraded(course: Course, outcomes, carried: dict, seconds: float, isolated: str) -> list:
+    names = sorted({o.assignment for o in outcomes})
+    with gradebook(course) as gb:
+        everyone = copies.with_copies(course, merged(course, outcomes, None, names))
+        who = namer(course, gb)
+        write_scores_table(course, everyone, isolated, who)
+    graded = [o for o in outcomes if o.status in SCORED]
+    lines = [
+        f"regraded {_n(len(outcomes), 'submission')} of {', '.join(names)} in {seconds:.0f} s: "
+        f"{len(graded)} graded, {len(outcomes) - len(graded)} quarantined or failed "
+        "(reports/autograde.md)"
+    ]
+    said = hand_grading.regraded(outcomes, who)
+    lines += [said] if said else []
+    lost = _on_record_only(course.layout, carried, {(o.student, o.assignment) for o in graded})
+    if lost:
+        lines.append(
+            "on record only (hand_grades.jsonl), their cell removed or the notebook not graded: "
+            + ", ".join(f"{who(s)} / {n} {i}" for s, n, i in lost)
+        )
+    return lines
+
+
+def _on_record_only(layout: Layout, carried: dict, graded: set) -> list[tuple[str, str, str]]:
+    """(student, notebook, grade id) of each hand score carried that found no grade to go back
+    to: its cell is gone from the release, or the submission was not graded."""
+    releases = {n: layout.release_notebook(n) for _, n in carried}
+    ids = {n: set(answers(nb)) for n, nb in releases.items()}
+    return [
+        (s, n, h.grade_id)
+        for (s, n), hands in sorted(carried.items())
+        for h in hands
+        if h.scored and ((s, n) not in graded or h.grade_id not in ids[n])
+    ]

@@ -1,0 +1,242 @@
+"""Notebook 04's ablation ladder (transformer_lab/ladder.py, templates/ladder_reading.md.j2,
+plots.plot_ladder), read from fabricated records as `make ablations` writes them: a clear cost,
+a gain, a tie, fewer than three seeds, a ladder of another device class, none recorded; each rung
+read by the rule of GPT against the LSTM, every number recomputed here; and the optional cell
+that trains one rung, on a GPU, or says what it would cost on a CPU."""
+
+from __future__ import annotations
+
+import math
+import statistics
+
+import matplotlib
+import pytest
+
+from transformer_lab import ladder
+from transformer_lab.ladder import ladder_reading, try_rung
+from transformer_lab.plots import plot_ladder
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+RECIPE = {
+    "optimizer": "adamw",
+    "lr": 0.004,
+    "betas": [0.9, 0.99],
+    "weight_decay": 0.1,
+    "schedule": "cosine",
+    "warmup_steps": 75,
+    "final_lr_ratio": 0.1,
+    "grad_clip": 1.0,
+    "dropout": 0.1,
+    "batch_size": 16,
+    "steps": 1500,
+    "T": 128,
+    "precision": "fp32",
+}
+FULL = {0: 1.78, 1: 1.77, 2: 1.79}
+# Each rung's test loss by seed: the cases of the reading.
+RUNGS = {
+    "no_positions": {0: 1.99, 1: 1.985, 2: 2.00},  # a clear cost, in every seed
+    "no_scaling": {0: 1.80, 1: 1.76, 2: 1.79},  # a tie: the seeds disagree
+    "no_warmup": {0: 1.781, 1: 1.772, 2: 1.788},  # a tie, as its claim has it
+    "one_head": {0: 1.80, 1: 1.79},  # two seeds: not settled
+    "no_ffn": {0: 1.70, 1: 1.69, 2: 1.71},  # lower without the part: the claim does not hold
+}
+T_975 = {2: 4.303}  # Student's t, 0.975 quantile, 2 degrees of freedom, from a printed table
+
+
+def ladder_record(rungs=RUNGS, device_class="cpu", mode="quick", seconds=250.0) -> dict:
+    """A ladder as maintainer/ablations.py `record` writes it."""
+
+    def rung(name: str, seeds: dict) -> dict:
+        parameters = 808_513 if name == "no_positions" else 824_897
+        runs = {
+            str(s): {
+                "nats": n,
+                "parameters": parameters,
+                "train_seconds": seconds,
+                "recipe": RECIPE,
+            }
+            for s, n in seeds.items()
+        }
+        claim = "" if name == "full" else f"§9: what {name} tests"
+        return {"removes": f"part {name}", "claim": claim, "seeds": runs}
+
+    return {
+        "mode": mode,
+        "device_class": device_class,
+        "provenance": {
+            "git_commit": "abcdef0123456789",
+            "git_dirty": False,
+            "date": "2026-12-05T10:00:00+00:00",
+            "device": "cpu" if device_class == "cpu" else "Tesla T4",
+            "cpu": "x86_64, 2 cores, one torch thread a run",
+            "torch": "2.13.0",
+            "python": "3.11.7",
+            "seeds": [0, 1, 2],
+            "wall_seconds": 3600.0,
+        },
+        "rungs": {name: rung(name, seeds) for name, seeds in {"full": FULL, **rungs}.items()},
+    }
+
+
+def _baselines(**ladders) -> dict:
+    return {"schema_version": 1, "runs": {}, "ablations": ladders}
+
+
+def _row(text: str, rung: str) -> list[str]:
+    [line] = [line for line in text.splitlines() if line.startswith(f"| `{rung}` |")]
+    return [cell.strip() for cell in line.strip("|").split("|")]
+
+
+def _paired(rung: dict) -> tuple[float, float]:
+    d = [rung[s] - FULL[s] for s in FULL]
+    return statistics.fmean(d), T_975[2] * statistics.stdev(d) / math.sqrt(3)
+
+
+def test_each_rung_reads_against_the_full_model_by_the_verdict_rule():
+    text = ladder_reading("quick", "cpu", _baselines(**{"quick/cpu": ladder_record()}))
+    assert "**The ablation ladder** (`quick/cpu`)" in text and "seeds 0, 1, 2" in text
+    assert "batch 16 × 1,500 steps" in text and "commit `abcdef0123`, 2026-12-05" in text
+    assert "The full model: 1.7800 (seeds 1.7700 – 1.7900, n = 3) nats, 824,897 parameters" in text
+    assert "not measured at your run's budget" not in text  # the student's own class
+
+    mean, half = _paired(RUNGS["no_positions"])
+    name, removes, claim, parameters, delta, here = _row(text, "no_positions")
+    assert (removes, claim, parameters) == (
+        "part no_positions",
+        "§9: what no_positions tests",
+        "808,513",
+    )
+    assert delta == f"{mean:+.3f} ± {half:.3f}"
+    assert here == (
+        f"costs {mean:.3f} nats, clear of its interval, a cost in all 3 seeds: the claim holds here"
+    )
+
+    mean, half = _paired(RUNGS["no_scaling"])
+    assert half > abs(mean)
+    assert _row(text, "no_scaling")[-2:] == [
+        f"{mean:+.3f} ± {half:.3f}",
+        "a tie: its interval holds 0, so no cost is shown at this budget",
+    ]
+    # the one claim that says nothing is lost: a tie bears it out
+    assert (
+        _row(text, "no_warmup")[-1]
+        == "a tie: its interval holds 0, so no cost is shown, as the claim has it"
+    )
+    mean, _ = _paired(RUNGS["no_ffn"])
+    assert _row(text, "no_ffn")[-1] == (
+        f"lower by {-mean:.3f} nats without it, clear of its interval, lower in all 3 seeds: "
+        "the claim does not hold here"
+    )
+    # two seeds: an interval (two means, since the seeds are not the full model's), no verdict
+    assert _row(text, "one_head")[-1] == "not settled: 2 seeds"
+    assert _row(text, "one_head")[-2].endswith("†")
+    assert "`one_head` was not measured on the full model's seeds." in text
+
+
+def test_a_rung_whose_losses_do_not_move_with_the_full_model_s_is_read_as_two_means():
+    # the rung's seeds run against the full model's: seed by seed the interval would widen
+    crossed = {"no_scaling": {0: 1.82, 1: 1.83, 2: 1.81}}
+    text = ladder_reading("quick", "cpu", _baselines(**{"quick/cpu": ladder_record(crossed)}))
+    delta = _row(text, "no_scaling")[-2]
+    assert delta.endswith("†")
+    [rung] = ladder.readings(ladder_record(crossed))
+    assert rung.gap.correlation < 0 and not rung.gap.paired
+    assert delta == f"{rung.delta:+.3f} ± {rung.gap.half_width:.3f} †"
+    assert f"`no_scaling` ± {rung.gap.paired_half_width:.3f}" in text  # what pairing would give
+    assert rung.gap.paired_half_width > rung.gap.half_width
+
+
+def test_a_ladder_of_another_device_class_says_where_it_was_measured():
+    baselines = _baselines(**{"quick/cpu": ladder_record()})
+    text = ladder_reading("full", "cuda-fp16", baselines)
+    assert "**The ablation ladder** (`quick/cpu`)" in text
+    assert (
+        "It was not measured at your run's budget and device class: nothing is recorded for "
+        "your `full/cuda-fp16`" in text
+    )
+    assert "Compare the signs and sizes of the Δ, not their last digits." in text
+    on_a_t4 = _baselines(
+        **{"quick/cpu": ladder_record(), "quick/cuda-fp16": ladder_record(device_class="cuda-fp16")}
+    )
+    assert "(`quick/cuda-fp16`)" in ladder_reading("quick", "cuda-fp16", on_a_t4)  # its own first
+
+
+def test_no_ladder_recorded_says_how_to_record_it_and_draws_nothing():
+    text = ladder_reading("quick", "cpu", {"runs": {}})
+    assert text.startswith("**The ablation ladder is not recorded yet.**")
+    assert "`make ablations`" in text and "|" not in text  # no empty table
+    assert "the position table; the 1/√d_k" in text  # what it would take away, from the rungs
+    assert plot_ladder({"runs": {}}, "quick", "cpu") is None
+
+
+def test_the_figure_draws_each_rung_its_interval_and_each_seed():
+    fig = plot_ladder(_baselines(**{"quick/cpu": ladder_record()}), "quick", "cpu")
+    ax = fig.axes[0]
+    assert "The ablation ladder (quick/cpu)" in ax.get_title()
+    assert ax.get_xlabel() == "Δ test loss (nats/char): the rung's minus the full model's"
+    ticks = {t.get_text(): y for t, y in zip(ax.get_yticklabels(), ax.get_yticks(), strict=True)}
+    assert sorted(ticks, key=ticks.get, reverse=True) == list(RUNGS)  # the first on top
+    handles, labels = ax.get_legend_handles_labels()
+    assert labels[:3] == ["seed 0", "seed 1", "seed 2"]
+    seeds = dict(zip(labels, handles, strict=True))
+    # a marker shape per seed: told apart without colour
+    assert len({seeds[f"seed {s}"].get_marker() for s in (0, 1, 2)}) == 3
+    seed_1 = seeds["seed 1"]
+    # seed by seed where the rung has the full model's seeds; else against its mean
+    full_mean = statistics.fmean(FULL.values())
+    expected = [RUNGS[r][1] - (FULL[1] if r != "one_head" else full_mean) for r in RUNGS]
+    assert list(seed_1.get_xdata()) == pytest.approx(expected)
+    means = [line for line in ax.lines if line.get_marker() == "D"]
+    assert [m.get_xdata()[0] for m in means] == pytest.approx(
+        [statistics.fmean(r.values()) - statistics.fmean(FULL.values()) for r in RUNGS.values()]
+    )
+    assert ax.get_legend() is not None and "the full model (Δ = 0)" in labels
+    plt.close(fig)
+
+
+def test_on_a_cpu_the_optional_rung_says_its_cost_and_trains_nothing(corpus, monkeypatch):
+    from transformer_lab import ablations
+
+    def trains(*args, **kwargs):
+        raise AssertionError("trained on a CPU without TRAIN_ON_CPU")
+
+    monkeypatch.setattr(ablations, "train_rung", trains)
+    baselines = _baselines(**{"quick/cpu": ladder_record(seconds=300.0)})
+    said = try_rung("no_positions", corpus, "cpu", baselines=baselines)
+    assert said.startswith("Nothing was trained: this runtime has no GPU.")
+    assert "took, 300 s a seed on cpu (x86_64, 2 cores, one torch thread a run)" in said
+    assert "set `TRAIN_ON_CPU = True`" in said
+    unrecorded = try_rung("no_positions", corpus, "cpu", baselines={"runs": {}})
+    assert "No CPU time of `no_positions` is recorded" in unrecorded
+    with pytest.raises(
+        ValueError,
+        match="RUNG = 'no_position' is not a rung of the ladder: one of full, no_positions",
+    ):
+        try_rung("no_position", corpus, "cpu", baselines=baselines)
+
+
+def test_a_trained_rung_is_set_beside_the_recorded_seeds(corpus, monkeypatch):
+    from transformer_lab import ablations
+    from transformer_lab.runtime import BUDGETS
+
+    trained = []
+
+    def stand_in(rung, corpus, budget, seed, progress=False):
+        trained.append((rung.name, budget.name, seed))
+        return None, None, {"nats": 2.05}
+
+    monkeypatch.setattr(ablations, "train_rung", stand_in)
+    baselines = _baselines(**{"quick/cpu": ladder_record()})
+    said = try_rung("no_positions", corpus, "cpu", True, most=BUDGETS["full"], baselines=baselines)
+    assert trained == [("no_positions", "quick", 0)]  # the quick budget, even from a full run
+    assert said.startswith(
+        "Your `no_positions`, seed 0, quick budget, trained on cpu: 2.0500 nats."
+    )
+    assert "Recorded (`quick/cpu`): `no_positions` 1.9917 (seeds 1.9850 – 2.0000, n = 3)" in said
+    assert "the full model 1.7800 (seeds 1.7700 – 1.7900, n = 3)" in said
+    assert "Yours is +0.270 nats against the recorded full model's mean" in said
+    try_rung("no_ffn", corpus, "cpu", True, most=BUDGETS["smoke"], baselines=baselines)
+    assert trained[-1] == ("no_ffn", "smoke", 0)  # a smaller budget (tests, grading) is kept
