@@ -128,8 +128,10 @@ format: setup ## ruff: fix what can be fixed and format (seconds)
 bench: setup ## tokens/s, chars/s, peak memory: ours vs a plain loop, CPU (+GPU); notebook 04 at quick: ms a step, fused vs a student's attention, wall time projected; writes docs/bench/ (a few minutes)
 	$(PY) -m maintainer.bench --device $(DEVICE)
 
-core-minutes: setup ## minutes of each exercise's core path on the T4 and CPU paths beside the lecture's: times a fresh runtime's start (docs/fresh_runtime.json), writes docs/core_path.md (~1 min)
+core-minutes: setup ## minutes of each exercise's core path on the T4 and CPU paths beside the lecture's: times a fresh runtime's start online (docs/fresh_runtime.json), records what each cell shows (docs/shown_outputs.json), writes docs/core_path.md (~5 min); ONE_CORE=1 first times each notebook on one CPU core, as Colab's CPU runtime (docs/one_core_compute.json; a quiet machine, ~15 min)
+	$(if $(ONE_CORE),$(PY) -m maintainer.core_measurements one-core)
 	$(PY) -m maintainer.fresh_runtime
+	$(PY) -m maintainer.core_measurements shown
 	$(PY) -m maintainer.core_minutes --write
 
 clean: ## remove caches and build leftovers (keeps .venv)

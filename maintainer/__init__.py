@@ -3,10 +3,12 @@
     notebook_build   `make notebooks`, `make release`: every notebook flavour from solutions/
     student_package  the graded runtime's wheel: the package, the checks, the recorded data
     setup_cell       the setup cell every notebook starts with (clone or wheel, one-line failures)
-    fresh_runtime    a notebook started as a fresh runtime starts it; times the setup
+    fresh_runtime    a notebook started as a fresh runtime starts it; times its start
     pipeline         `make regenerate-baselines`: run the solution notebooks, refresh data/
     bench            `make bench`: our training loop against a plain one, docs/bench/
     core_minutes     `make core-minutes`: each notebook's core path in minutes, docs/core_path.md
+    core_measurements  what `make core-minutes` measures by running the notebooks: what each
+                     cell shows, and each notebook's compute on one CPU core
     kernels          how the pipeline starts its kernels (IPC sockets) and shows what they print
     copy_corpus      the copy detector's bars on an honest-versus-copy corpus, 200 students timed
     fabricated_class a class of fabricated students, built as an LMS hands them in

@@ -1,7 +1,7 @@
 # %% [markdown]
 # # Lab 5 · Notebook 1 — Scaled dot-product attention
 #
-# Part A builds a small GPT piece by piece: here, read the model (Exercise 0), then write its
+# Part A builds a small GPT piece by piece: read the model (Exercise 0), then write its
 # attention (Exercise 1).
 #
 # <details><summary>How this notebook works</summary>
@@ -28,7 +28,8 @@ MODE = "auto"  # auto | full | quick | smoke | grade: how much compute the noteb
 DEVICE = "auto"  # auto | cpu | cuda | mps
 USE_DRIVE = True  # on Colab, keep your code in your Google Drive; to decline: USE_DRIVE = False
 
-# %%
+# %% cellView="form"
+# @title Imports, the device and your Drive (on Colab, Google asks for your consent here)
 import math
 
 import torch
@@ -42,12 +43,10 @@ tl.use_drive(USE_DRIVE)  # on Colab, Google asks for your consent here
 # %% [markdown]
 # ## Exercise 0 · Read the model (3 min)
 #
-# The provided model is the decoder-only transformer of Equation 14:
+# The next cell prints the provided model, the decoder-only transformer of Equation 14:
 #
 # $$h_t^{(0)} = e_{w_t} + p_t, \qquad H^{(\ell)} = \mathrm{Block}_\ell(H^{(\ell-1)}), \qquad
 #   z_t = W_o\,\mathrm{LN}(h_t^{(n_\ell)}) + b_o .$$
-#
-# The next cell prints it layer by layer (the four identical blocks once).
 #
 # <details><summary>Reading the print</summary>
 #
@@ -63,9 +62,8 @@ model = tl.MiniGPT()
 print(model)
 
 # %% [markdown]
-# In `read_the_model`, write one line: `attention`, the parameters of one attention layer, from
-# its four `Linear` lines above, in terms of `d_model`. The stub counts the rest; the checkpoint
-# tries other sizes too.
+# In `read_the_model`, write `attention`: the parameters of one attention layer (its four
+# `Linear` lines above), in terms of `d_model`; the stub counts the rest.
 #
 # <details><summary>Hint</summary>
 #
@@ -96,41 +94,33 @@ check.exercise_0(read_the_model)
 # %% [markdown]
 # ## Exercise 1 · Scaled dot-product attention (12 min)
 #
-# Stack the queries, keys and values as rows: $Q \in \mathbb{R}^{T_q \times d_k}$,
-# $K \in \mathbb{R}^{T_k \times d_k}$, $V \in \mathbb{R}^{T_k \times d_v}$. Then
+# With the queries, keys and values stacked as rows ($Q$: $T_q \times d_k$, $K$:
+# $T_k \times d_k$, $V$: $T_k \times d_v$), Equations 3-4 read
 #
-# $$\mathrm{score}(q_t, k_i) = \frac{q_t^\top k_i}{\sqrt{d_k}} \quad (3), \qquad
-#   A = \mathrm{softmax}\!\left(\frac{Q K^\top}{\sqrt{d_k}}\right), \qquad \bar V = A V \quad (4)$$
+# $$A = \mathrm{softmax}\!\left(\frac{Q K^\top}{\sqrt{d_k}}\right), \qquad \bar V = A V ,$$
 #
-# with the softmax taken over each row, so that row $t$ of $A$ holds the weights
-# $\alpha_{t,i}$ of query $t$ and sums to 1.
+# the softmax over each row (the keys). Write `scaled_dot_product_attention(Q, K, V,
+# allowed=None)`, returning `(V_bar, A)`:
 #
-# Write `scaled_dot_product_attention(Q, K, V, allowed=None)`:
+# - `Q`, `K`, `V` may have **leading batch dimensions**, `(..., T, d_k)`: the model passes its
+#   heads as one.
+# - `allowed`, if given, is a **bool** tensor that broadcasts to `(..., T_q, T_k)`, `True` where
+#   query $t$ may read key $i$: forbidden scores become $-\infty$ *before* the softmax.
 #
-# - `Q`, `K`, `V` may have **any number of leading batch dimensions**: `(..., T, d_k)`. The
-#   provided multi-head layer calls it with `(B, n_heads, T, d_k)`, the head as a batch
-#   dimension; from notebook 03 on, the model the lab builds and trains calls yours.
-# - `allowed` is an optional **bool** tensor that broadcasts to `(..., T_q, T_k)`; `True` means
-#   "query $t$ may read key $i$". Forbidden scores become $-\infty$ *before* the softmax, so their
-#   weights are exactly 0 (notebook 02 builds the causal mask that uses this).
-# - Return the pair `(V_bar, A)`, and leave the caller's tensors unchanged.
-#
-# **Not allowed here:** the package's `tl.scaled_dot_product_attention`, PyTorch's
-# `F.scaled_dot_product_attention` and `nn.MultiheadAttention` may not do this exercise's work.
-# The checkpoint watches the calls your code makes, so an alias or a saved reference fails too.
+# **Not allowed:** `tl.scaled_dot_product_attention`, PyTorch's `F.scaled_dot_product_attention`
+# and `nn.MultiheadAttention`.
 #
 # <details><summary>What else the checkpoint tries</summary>
 #
-# After its cases it trains one step of the lab's model on your function, as notebook 04 will,
-# in float32 and in the float16 a T4 trains in: a copy that cuts the gradient, or a fill too
-# large for float16, fails there, named.
+# It fails a function that changes the caller's tensors. It watches the calls your code makes:
+# an alias of a function that is not allowed, or a reference saved before, fails as the
+# function itself does. After its cases it trains one step of the lab's model on your
+# function, as notebook 04 will, in float32 and in the float16 a T4 trains in: a copy that cuts
+# the gradient, or a fill too large for float16, fails there, named. From notebook 03 on, the
+# model the lab builds and trains calls your function; notebook 02 builds the causal mask that
+# `allowed` takes.
 #
 # </details>
-
-# %%
-import matplotlib.pyplot as plt
-
-from transformer_lab.plots import plot_score_spread
 
 # %% [markdown]
 # <details><summary>Hint</summary>
@@ -166,18 +156,16 @@ hidden.exercise_1(scaled_dot_product_attention)
 # %% [markdown]
 # ## Why divide by $\sqrt{d_k}$?
 #
-# **Predict first.** Draw $q$ and $k$ with independent coordinates of mean 0 and variance 1.
-# For $d_k$ = 16, 64 and 256, what standard deviation do you expect for the raw scores
-# $q^\top k$, and for the scaled ones $q^\top k / \sqrt{d_k}$? Write your guesses down, then
-# run the cell.
+# **Predict first.** For $q$ and $k$ with independent coordinates of mean 0 and variance 1,
+# what standard deviation do you expect for $q^\top k$, and for $q^\top k / \sqrt{d_k}$, at
+# $d_k$ = 16, 64 and 256? Write your guesses down, then run the cell.
 
-# %%
-SPREAD_D_K = (16, 64, 256)
+# %% cellView="form"
+# @title Measure: the spread of 2,000 scores q·k, raw and divided by √d_k, at d_k = 16, 64, 256
 g = torch.Generator().manual_seed(0)
 spread = {}
-for d_k in SPREAD_D_K:
-    q = torch.randn(2000, d_k, generator=g)
-    k = torch.randn(2000, d_k, generator=g)
+for d_k in (16, 64, 256):
+    q, k = torch.randn(2000, d_k, generator=g), torch.randn(2000, d_k, generator=g)
     raw = (q * k).sum(-1)  # 2,000 independent scores q^T k
     spread[d_k] = {"raw": raw.std().item(), "scaled": (raw / math.sqrt(d_k)).std().item()}
     print(
@@ -185,10 +173,6 @@ for d_k in SPREAD_D_K:
         f"(sqrt(d_k) = {math.sqrt(d_k):5.2f}),  "
         f"std of q·k / sqrt(d_k) = {spread[d_k]['scaled']:.3f}"
     )
-
-# %%
-plot_score_spread(spread)  # the spreads just measured, beside the sqrt(d_k) of Equation 5
-plt.show()
 
 # %% [markdown]
 # Each product $q_j k_j$ has variance 1 and the $d_k$ terms add up:
@@ -198,11 +182,25 @@ plt.show()
 record(RESULTS, {"score_spread": {str(d_k): s for d_k, s in spread.items()}})
 
 # %% [markdown]
-# **Next:** notebook 02 builds the causal mask and tests that nothing leaks from the future.
+# **Next:** notebook 02, the causal mask.
 
 # %% [markdown]
 # ## After the lab · for reading afterwards
 #
+# ### The spreads in a figure
+#
+# The spreads measured under "Why divide by $\sqrt{d_k}$?", beside the $\sqrt{d_k}$ of
+# Equation 5.
+
+# %%
+import matplotlib.pyplot as plt
+
+from transformer_lab.plots import plot_score_spread
+
+plot_score_spread(spread)
+plt.show()
+
+# %% [markdown]
 # ### Your function inside the whole model
 #
 # The provided multi-head layer takes an attention function as a parameter, so your function

@@ -1,18 +1,17 @@
 # %% [markdown]
 # # Lab 5 · Notebook 2 — The causal mask
 #
-# In training, position $t$ predicts $w_{t+1}$ in the same pass that sees $w_{t+1}$: if it may
-# read it, it copies the answer. **Exercise 2** builds the causal mask of Equation 6; its
-# checkpoint is the leak test, run with your attention of notebook 01 (the first cell says
-# whose).
+# In training, position $t$ predicts $w_{t+1}$ in the same pass that sees it: if it may read it,
+# it copies the answer. **Exercise 2** builds the causal mask that stops it (Equation 6).
 #
 # <details><summary>More about this notebook</summary>
 #
 # Teacher forcing makes all $T$ predictions in one forward pass, each scored against the next
 # token. A model that reads ahead drives the training loss towards zero and is useless for
-# generation, where the next token does not exist yet. After the checkpoint, a provided cell
-# shows the leak that a look at the triangle misses: a mask applied *after* the softmax. The
-# **Optional** section: padding masks, and what to do with a query that may read nothing.
+# generation, where the next token does not exist yet. **After the lab**: what self-attention
+# reads without a mask, the leak that a look at the triangle misses (a mask applied *after* the
+# softmax), and questions to check yourself. The **Optional** section: padding masks, and what
+# to do with a query that may read nothing. The first cell says whose attention runs here.
 #
 # Your attention is the one kept when notebook 01's checkpoint passed (on Colab in your Google
 # Drive, `MyDrive/transformer-lab/my_transformer.py`). Where it cannot be found, the course's
@@ -32,7 +31,8 @@ MODE = "auto"  # auto | full | quick | smoke | grade: how much compute the noteb
 DEVICE = "auto"  # auto | cpu | cuda | mps
 USE_DRIVE = True  # on Colab, your code travels in your Google Drive; to decline: USE_DRIVE = False
 
-# %%
+# %% cellView="form"
+# @title Imports, the device and your Drive (on Colab, Google asks for your consent here)
 import math
 
 import matplotlib.pyplot as plt
@@ -49,64 +49,40 @@ torch.set_printoptions(precision=2, sci_mode=False)
 pieces = yours.load(USE_DRIVE, notebook="02")  # your attention of 01, else the course's
 
 # %% [markdown]
-# ## Self-attention reads ahead
+# ## Exercise 2 · The causal mask (8 min)
 #
-# Without a mask, every row of $A$ spreads its weight over *all* positions, later ones
-# included: five random vectors attend to each other (as queries, keys and values).
-
-# %%
-attention = pieces.attention.fn  # Equations 3-4: yours from notebook 01, or the course's
-
-g = torch.Generator().manual_seed(0)
-X = torch.randn(5, 8, generator=g)  # 5 positions, d_k = 8
-_, A = attention(X, X, X)
-print(f"A without a mask (row t = query, column i = key):\n{A}")
-print(f"weight that position 0 puts on the four positions after it: {A[0, 1:].sum():.2f}")
-
-# %% [markdown]
-# ## The mask of Equation 6
-#
-# The fix is the one used for padding: give every forbidden score the value $-\infty$ before
-# the softmax, because $\exp(-\infty) = 0$. As an additive mask $M \in \mathbb{R}^{T \times T}$:
+# Equation 6 gives every forbidden score the value $-\infty$ before the softmax, because
+# $\exp(-\infty) = 0$:
 #
 # $$M_{t,i} = \begin{cases} 0 & i \le t \\ -\infty & i > t \end{cases}, \qquad
 #   A = \mathrm{softmax}\!\left(\frac{Q K^\top}{\sqrt{d_k}} + M\right) \quad (6)$$
 #
-# So $\alpha_{t,i} = 0$ exactly for every $i > t$ and each row still sums to 1. The lab's
-# attention takes the mask in **boolean** form: `allowed[t, i]` is `True` exactly where
-# $M_{t,i} = 0$ (query $t$ may read key $i$), and writes the $-\infty$ itself.
+# Write `causal_mask(T)`: shape `(T, T)`, dtype `torch.bool`, entry `[t, i]` `True` when
+# $i \le t$ (query $t$ may read key $i$; rows are queries, columns keys).
+#
+# **Not allowed:** `tl.causal_mask` and `nn.Transformer.generate_square_subsequent_mask` (the
+# checkpoint watches the calls your code makes, an alias too).
+#
+# Its checkpoint is the **leak test**: changing a later input must leave every earlier output
+# exactly unchanged. Your mask is then kept for 03–06.
 #
 # <details><summary>Why a bool mask</summary>
 #
-# $M$ is 0 on and below the diagonal and $-\infty$ above it, so $A$ is lower triangular, and no
-# row is ever empty: the diagonal ($i = t$) is always allowed. The function applies it with
+# The lab's attention takes the mask as a bool tensor and writes the $-\infty$ itself. So
+# $\alpha_{t,i} = 0$ exactly for every $i > t$ and each row still sums to 1: $A$ is lower
+# triangular, and no row is ever empty, since the diagonal ($i = t$) is always allowed.
+# `allowed[t, i]` is `True` exactly where $M_{t,i} = 0$; the function applies it with
 # `scores.masked_fill(~allowed, float("-inf"))`. A bool tensor states its meaning ("may read")
 # and cannot be added to the scores by accident; in this lab `True` always means *may read*.
+# After the leak test the checkpoint compares your mask with the reference for several $T$.
 #
 # </details>
-
-# %% [markdown]
-# ## Exercise 2 · The causal mask (8 min)
-#
-# Write `causal_mask(T)`: a tensor of shape `(T, T)` and dtype `torch.bool` whose entry
-# `[t, i]` is `True` when $i \le t$. Rows are queries, columns are keys.
-#
-# **Not allowed here:** the package's `tl.causal_mask` and PyTorch's
-# `nn.Transformer.generate_square_subsequent_mask` (the checkpoint watches the calls your code
-# makes, so an alias fails too).
-#
-# The checkpoint is the **leak test**, run first: one step of your attention with your mask, in
-# which changing a later position's input must leave every earlier output exactly unchanged.
-# Then it compares your mask with the reference for several $T$. Once it passes, your mask is
-# kept for notebooks 03–06.
 #
 # <details><summary>Hint</summary>
 #
-# Either start from `torch.ones(T, T, dtype=torch.bool)` and keep its lower triangle with
-# `torch.tril` (the diagonal stays: that is `diagonal=0`, the default), or compare two
-# `arange`s: `torch.arange(T)[None, :]` varies along the columns (the key $i$),
-# `torch.arange(T)[:, None]` along the rows (the query $t$), and `<=` broadcasts them to
-# `(T, T)`.
+# Keep the lower triangle, diagonal included, of `torch.ones(T, T, dtype=torch.bool)` with
+# `torch.tril`; or compare `torch.arange(T)[None, :]` (the key $i$, along the columns) with
+# `torch.arange(T)[:, None]` (the query $t$, along the rows): `<=` broadcasts to `(T, T)`.
 #
 # </details>
 
@@ -132,7 +108,48 @@ hidden.exercise_2(causal_mask)
 record(RESULTS, {"leak": {"one_attention_step": largest_leak}})
 
 # %% [markdown]
-# ## What the leak test sees that the triangle does not
+# **Next:** notebook 03, positions.
+
+# %% [markdown]
+# ## After the lab · for reading afterwards
+#
+# ### Self-attention reads ahead
+#
+# Without a mask, every row of $A$ spreads its weight over *all* positions, later ones
+# included: five random vectors attend to each other (as queries, keys and values).
+
+# %%
+attention = pieces.attention.fn  # Equations 3-4: yours from notebook 01, or the course's
+
+g = torch.Generator().manual_seed(0)
+X = torch.randn(5, 8, generator=g)  # 5 positions, d_k = 8
+_, A = attention(X, X, X)
+print(f"A without a mask (row t = query, column i = key):\n{A}")
+print(f"weight that position 0 puts on the four positions after it: {A[0, 1:].sum():.2f}")
+
+# %% [markdown]
+# ### Your mask in a picture
+#
+# The same kind of attention step as above, on eight positions, without a mask and with yours.
+
+# %%
+g = torch.Generator().manual_seed(1)
+X = torch.randn(8, 8, generator=g)
+fig, axes = plt.subplots(1, 2, figsize=(8, 3.6), sharey=True)
+for ax, (title, allowed) in zip(
+    axes, (("no mask", None), ("your causal mask", causal_mask(8))), strict=True
+):
+    _, A = attention(X, X, X, allowed)
+    ax.imshow(A, cmap="Blues", vmin=0, vmax=1)
+    ax.set_title(title)
+    ax.set_xlabel("key position i")
+axes[0].set_ylabel("query position t")
+fig.tight_layout()
+plt.show()
+print("row sums with your mask:", A.sum(-1))
+
+# %% [markdown]
+# ### What the leak test sees that the triangle does not
 #
 # An attention step can take the right mask and still read the future: softmax over every key
 # first, then zero the forbidden weights. The triangle looks right, but each kept weight was
@@ -167,34 +184,6 @@ for label, step in (("your mask", attention), ("mask after the softmax", softmax
 plot_leak(moved, t0)
 plt.show()
 print(leak_line(moved, t0))
-
-# %% [markdown]
-# **Next:** notebook 03 shows that attention cannot tell order on its own, and gives the model
-# its positions.
-
-# %% [markdown]
-# ## After the lab · for reading afterwards
-#
-# ### Your mask in a picture
-#
-# The same kind of attention step as at the top, on eight positions, without a mask and
-# with yours.
-
-# %%
-g = torch.Generator().manual_seed(1)
-X = torch.randn(8, 8, generator=g)
-fig, axes = plt.subplots(1, 2, figsize=(8, 3.6), sharey=True)
-for ax, (title, allowed) in zip(
-    axes, (("no mask", None), ("your causal mask", causal_mask(8))), strict=True
-):
-    _, A = attention(X, X, X, allowed)
-    ax.imshow(A, cmap="Blues", vmin=0, vmax=1)
-    ax.set_title(title)
-    ax.set_xlabel("key position i")
-axes[0].set_ylabel("query position t")
-fig.tight_layout()
-plt.show()
-print("row sums with your mask:", A.sum(-1))
 
 # %% [markdown]
 # ### Why the mask goes before the softmax
@@ -236,7 +225,8 @@ for scores in (torch.tensor([1.0, 1.0, 5.0, 3.0]), torch.tensor([1.0, 1.0, 0.0, 
 # second block of output shows. Position 2's output depends on positions 3 and 4: a leak.
 # Renormalising after zeroing gives back the masked-first row. That is why the leak test changes
 # a later input and compares earlier *outputs*, and does not stop at inspecting the triangle:
-# the failure and the picture under the checkpoint are this bug.
+# the failure and the picture of the section "What the leak test sees that the triangle does
+# not" are this bug.
 #
 # </details>
 

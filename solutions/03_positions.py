@@ -1,8 +1,8 @@
 # %% [markdown]
 # # Lab 5 · Notebook 3 — Positions
 #
-# Nothing in Equations 3-4 says *where* a token stands. **Exercise 3** writes the model's input
-# step with positions (Equation 8), which completes the model built from your three pieces.
+# Nothing in Equations 3-4 says *where* a token stands: **Exercise 3** adds positions
+# (Equation 8), which completes your model.
 #
 # <details><summary>More about this notebook</summary>
 #
@@ -26,7 +26,8 @@ MODE = "auto"  # auto | full | quick | smoke | grade: how much compute the noteb
 DEVICE = "auto"  # auto | cpu | cuda | mps
 USE_DRIVE = True  # on Colab, your code travels in your Google Drive; to decline: USE_DRIVE = False
 
-# %%
+# %% cellView="form"
+# @title Imports, the device and your Drive (on Colab, Google asks for your consent here)
 import matplotlib.pyplot as plt
 import torch
 
@@ -41,8 +42,8 @@ pieces = yours.load(USE_DRIVE, notebook="03")  # your attention and mask, else t
 # %% [markdown]
 # ## Attention is blind to order
 #
-# The course's causal attention layer reads `dog bites man` and `bites dog man` (same characters,
-# same last one), without positions, then with learned position vectors added.
+# A causal attention layer reads `dog bites man` and `bites dog man` (the same characters, the
+# same last one) without positions, then with them.
 
 # %%
 corpus = tl.load_corpus()
@@ -53,20 +54,18 @@ check.order_blindness(first, second)
 # %% [markdown]
 # ## Exercise 3 · Positions (6 min)
 #
-# The fix is to add to each token embedding a vector that depends only on the position:
+# The fix adds to each token's embedding $e_{w_t}$ a learned vector $p_t$ of its position:
 #
 # $$h_t^{(0)} = e_{w_t} + p_t \quad (8)$$
 #
-# with $e_{w_t}$ the embedding of token $w_t$ and $p_t$ the learned encoding of position $t$.
-#
-# Write `embed_with_positions(idx, tok_emb, pos_emb)`: `idx` is a `(B, T)` tensor of token ids
-# ($T \le T_\text{max}$), `tok_emb` an `nn.Embedding(vocab_size, d_model)`, `pos_emb` an
-# `nn.Embedding(T_max, d_model)` whose row $t$ is position $t = 0, \dots, T-1$; return $h^{(0)}$
-# of shape `(B, T, d_model)`. **Not allowed here:** the package's `tl.embed_with_positions`
-# (the checkpoint watches the calls your code makes, so an alias fails too).
+# Write `embed_with_positions(idx, tok_emb, pos_emb)`: `idx` holds token ids, `(B, T)`;
+# `tok_emb` and `pos_emb` are `nn.Embedding`s, the second with one row per position
+# $t = 0, \dots, T_\text{max} - 1$; return $h^{(0)}$, `(B, T, d_model)`. **Not allowed:**
+# `tl.embed_with_positions`.
 #
 # <details><summary>What the checkpoint tries</summary>
 #
+# It watches the calls your code makes: `tl.embed_with_positions`, or an alias of it, fails.
 # First the leak test on the model built from your pieces with your input step; then Equation 8
 # on small tables, on a simulated GPU, and one training step of the lab's model on it.
 #
@@ -101,10 +100,8 @@ hidden.exercise_3(embed_with_positions)
 # %% [markdown]
 # ## The model is complete
 #
-# The next cell builds the model of Equation 14 from your three pieces, then checks it before
-# any training: the **leak test on the logits** (it names a piece that reads the future) and
-# the **loss before training** (spread almost evenly over the 65 characters). Notebook 04
-# trains it.
+# Your three pieces make the model of Equation 14. Before training: the **leak test on its
+# logits**, and its **loss**, near $\ln 65$.
 #
 # <details><summary>What the cell runs</summary>
 #
@@ -112,14 +109,14 @@ hidden.exercise_3(embed_with_positions)
 # (Equations 3-4, never PyTorch's fused kernel). Where a piece of notebook 01 or 02 was not
 # found, the course's stands in, as the lines printed under the imports said. The leak test changes the token at one
 # position; no logit before it may move at all. The model runs in evaluation mode, so dropout
-# cannot blur the comparison.
+# cannot blur the comparison. Untrained, it spreads its guesses almost evenly over the 65
+# characters, so its loss is near $\ln 65$; notebook 04 trains it.
 #
 # </details>
 
 # %%
 pieces = pieces.using("embedding", embed_with_positions, "this notebook")
 model = pieces.model(explicit=True).eval()  # Equations 3-4 as written, in every layer
-print(f"The model is built from {pieces.names()}.")
 largest_leak = leak.model_leak_test(model, "the untrained model", pieces=pieces)
 untrained_nats = check.untrained_loss(model, corpus, characters=BUDGET.test_characters)
 

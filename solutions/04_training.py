@@ -29,7 +29,8 @@ SEED = 0  # the training seed: change it to see how much one run differs from an
 USE_DRIVE = True  # on Colab, copy your model to your Google Drive; to decline: USE_DRIVE = False
 PIECES = "yours"  # yours | course: the pieces the mini-GPT trains on ("course": faster)
 
-# %%
+# %% cellView="form"
+# @title Imports, the device, your Drive (on Colab, Google asks for your consent here) and pieces
 import math
 
 import matplotlib.pyplot as plt
@@ -52,15 +53,14 @@ pieces = yours.load(USE_DRIVE, use=PIECES)  # the mini-GPT below is built from t
 # %% [markdown]
 # ## Exercise 4 · The loss, perplexity and bits per character (14 min, with the training)
 #
-# The model outputs logits $z_t$, and $\hat y_t = \mathrm{softmax}(z_t)$. It is scored by the
-# mean negative log-probability of the character that really came next (Equation 15):
+# The loss is the mean negative log-probability of the character that came next, with
+# $\hat y_t = \mathrm{softmax}(z_t)$ of the logits (Equation 15):
 #
 # $$\mathcal L = -\frac{1}{T}\sum_{t=1}^{T}\log \hat y_t[w_{t+1}] \ \text{(nats)}, \qquad
 #   \mathrm{PPL} = \exp(\mathcal L), \qquad \text{bits per character} = \mathcal L / \ln 2 .$$
 #
-# Write `lm_metrics(logits, targets)`: `logits` is `(B, T, vocab)`, `targets` is `(B, T)`.
-# Average over **every position of every sequence** and return three floats
-# `(nats, perplexity, bits)`.
+# Write `lm_metrics(logits, targets)` for logits `(B, T, vocab)` and targets `(B, T)`: average
+# over **every position** and return three floats, `(nats, perplexity, bits)`.
 
 # %% [markdown]
 # <details><summary>Hint</summary>
@@ -94,10 +94,9 @@ hidden.exercise_4(lm_metrics)
 # %% [markdown]
 # ### Your prediction (before you train)
 #
-# The mini-GPT has 824,897 parameters and reads at most 128 characters; the LSTM has 350,593
-# and carries its state through the whole test split; both get the same loop and budget.
-# **Which will reach the lower test loss at this notebook's budget, and why?** Two or three
-# sentences: reasons count, not the outcome.
+# The mini-GPT (824,897 parameters) reads at most 128 characters; the LSTM (350,593) carries its
+# state through the whole test split; same loop, same budget. **Which will reach the lower test
+# loss here, and why?** Two or three sentences: reasons count, not the outcome.
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "ex4_prediction", "locked": false, "points": 1, "solution": true, "schema_version": 3}
 # ### BEGIN SOLUTION
@@ -115,7 +114,8 @@ hidden.exercise_4(lm_metrics)
 # the run does not matter: a well-argued prediction that turns out wrong earns the point.
 # ### END SOLUTION
 
-# %%
+# %% cellView="form"
+# @title The baselines: Lab 1's character n-grams, scored on the test split
 rows = []  # the baselines: Lab 1's character n-grams, add-k smoothed; rows of the table below
 for name, order, k in (("trigram, add-k 0.1", 3, 0.1), ("5-gram, add-k 0.01", 5, 0.01)):
     score = tl.evaluate_ngram(corpus, order, k, characters=BUDGET.test_characters)
@@ -127,9 +127,6 @@ record(RESULTS, {"rows": {"trigram": rows[0].as_dict(), "5gram": rows[1].as_dict
 
 # %% [markdown]
 # ## Train the mini-GPT and the LSTM
-#
-# `train_lm` is the provided loop; each step of the GPT calls your pieces. The LSTM is Lab 3's,
-# trained the same way: the fair partner.
 #
 # <details><summary>The loop</summary>
 #
@@ -152,13 +149,13 @@ record(RESULTS, {"rows": {"trigram": rows[0].as_dict(), "5gram": rows[1].as_dict
 # </details>
 
 
-# %%
+# %% cellView="form"
+# @title The provided loop, train_lm: the mini-GPT on your pieces, then Lab 3's LSTM the same way
 def train_and_score(name, make_model, evaluate, seed, label):
     """Train one model with the provided loop at this notebook's budget; score it on test."""
     torch.manual_seed(seed)
     model = make_model()
-    lr = tl.DEFAULT_LR[name]
-    recipe = tl.Recipe.of(BUDGET, lr=lr)  # the course's: AdamW, warm-up, cosine decay
+    recipe = tl.Recipe.of(BUDGET, lr=tl.DEFAULT_LR[name])  # AdamW, warm-up, cosine decay
     history = tl.train_lm(model, corpus, recipe, seed=seed, desc=f"{name}, seed {seed}")
     score = evaluate(model, corpus, characters=BUDGET.test_characters)
     row = ResultRow.from_training(label, 5, score, history, tl.count_parameters(model))
@@ -186,7 +183,7 @@ record(RESULTS, {"rows": {"lstm": {"seeds": {str(SEED): lstm_row.as_dict()}}}})
 # %% [markdown]
 # ## The results table
 #
-# Every row: nats per character on the same 60,394 test characters.
+# Nats per character, every row on the same 60,394 test characters.
 #
 # <details><summary>How each model reads</summary>
 #
@@ -195,7 +192,8 @@ record(RESULTS, {"rows": {"lstm": {"seeds": {str(SEED): lstm_row.as_dict()}}}})
 #
 # </details>
 
-# %%
+# %% cellView="form"
+# @title The results table: the n-grams, both LSTM rows and your mini-GPT
 lab3 = lab3_lstm_row()
 table = rows[:2] + ([lab3] if lab3 else []) + rows[2:][::-1]
 display(Markdown(results_markdown(table)))
@@ -209,7 +207,7 @@ print("\n".join(notes))
 # %% [markdown]
 # ### Checkpoint 4b · The trained model still does not read the future
 #
-# Notebook 03's leak test on the trained weights; and the GPT must land well below the trigram.
+# The leak test on the trained weights; and the GPT must land well below the trigram.
 
 # %%
 trained_leak = model_leak_test(gpt, "the trained mini-GPT", pieces=pieces)
@@ -238,8 +236,8 @@ if RESULTS is not None and BUDGET.name == "full":
     record(RESULTS, {"rows": {"lstm_lab3": lab3_row.as_dict()}})
 
 # %% [markdown]
-# The next cell saves the model for 05 and 06, and this run for "After the lab" (on Colab, in
-# your Drive).
+# The next cell saves the model and this run (on Colab, to your Drive) for 05, 06 and "After
+# the lab".
 #
 # <details><summary>Where it goes</summary>
 #

@@ -25,7 +25,8 @@ MODE = "auto"  # auto | full | quick | smoke | grade: how much compute the noteb
 DEVICE = "auto"  # auto | cpu | cuda | mps
 USE_DRIVE = True  # on Colab, find your model in your Google Drive; to decline: USE_DRIVE = False
 
-# %%
+# %% cellView="form"
+# @title Imports, the device and your Drive (on Colab, Google asks for your consent here)
 import matplotlib.pyplot as plt
 import torch
 
@@ -37,7 +38,8 @@ from transformer_lab.plots import plot_head_costs
 DEVICE, BUDGET = tl.start_notebook(MODE, DEVICE)
 tl.use_drive(USE_DRIVE)  # on Colab, Google asks for your consent here
 
-# %%
+# %% cellView="form"
+# @title The model you trained in 04 (else the course's), on your pieces of 01-03
 corpus = tl.load_corpus(DEVICE)
 model, info, run, origin = tl.load_trained_gpt(DEVICE, use_drive=USE_DRIVE)
 model = yours.load(USE_DRIVE).plug(model)  # on your pieces of 01-03: A is what yours returns
@@ -51,17 +53,15 @@ print(f"Looking at {origin}.")  # its budget, from its own file: a few steps lea
 # $$D = \frac{1}{T}\sum_{t=0}^{T-1}\;\sum_{i=0}^{t} \alpha_{t,i}\,(t-i).$$
 #
 # Write `mean_attention_distance(A)` for `A` of shape `(..., T, T)` (queries down the rows): one
-# $D$ per leading index, shape `(...)`, in `A`'s dtype and on its device, with no Python loop.
+# $D$ per leading index, shape `(...)`, in `A`'s dtype, with no Python loop.
 
 # %% [markdown]
 # <details><summary>Hint</summary>
 #
-# Build the $T \times T$ matrix of offsets $t - i$ once, from `torch.arange(T, device=A.device)`
-# and broadcasting (`[:, None]` for the queries, `[None, :]` for the keys). Its entries above the
-# diagonal are negative, but $A$ is exactly 0 there. Multiply, **sum** over the keys (the weights
-# of a row already sum to 1, so this sum is already an average), then **average** over the
-# queries. On a GPU the model's $A$ lives on the GPU and `torch.arange(T)` on the CPU, and the
-# product of the two fails: the `device=A.device` is what lets the same code run on both.
+# Build the $T \times T$ offsets $t - i$ from `torch.arange(T, device=A.device)` (on $A$'s
+# device, so that it runs on a GPU too), `[:, None]` for the queries and `[None, :]` for the
+# keys; above the diagonal $A$ is 0. Multiply, **sum** over the keys, **average** over the
+# queries.
 #
 # </details>
 
@@ -87,7 +87,8 @@ hidden.exercise_5(mean_attention_distance)
 # %% [markdown]
 # ## Each head switched off
 
-# %%
+# %% cellView="form"
+# @title Each head's mean distance D (your function), and the loss with that head switched off
 WINDOWS, T = 16, model.config.T_max
 # (B, T) windows and their next characters, from a CPU generator: the same on every device
 windows, targets = tl.sample_batch(corpus.val, WINDOWS, T, torch.Generator().manual_seed(0))
@@ -104,10 +105,8 @@ print(ablation.summary(distances))
 record(RESULTS, {"mean_attention_distance": distances.tolist()} | ablation.record())
 
 # %% [markdown]
-# **1.** Which head costs most, and how far back does it read? Does the furthest-reading head
-# cost most?
-#
-# <details><summary>What it says</summary>
+# <details><summary>Which head costs most, and how far back does it read? Is it the one that
+# reads furthest back?</summary>
 #
 # "An attention map explains the prediction" is one of the lecture's gotchas: there are
 # $n_h \times n_\ell$ maps, and the vectors read at layer $\ell$ are already mixtures of many
@@ -279,7 +278,7 @@ print(
 #
 # ### Check yourself
 #
-# **2.** The lab's model has $d_{\text{model}} = 128$ and $n_h = 4$. How many weights do
+# **1.** The lab's model has $d_{\text{model}} = 128$ and $n_h = 4$. How many weights do
 # $W_Q$, $W_K$ and $W_V$ hold across all heads of one layer? Redo the count with $n_h = 16$. What
 # changed, and what did you trade? (The cell after the answer counts for you.)
 #
@@ -302,7 +301,7 @@ for n_h in (4, 16):
     print(f"n_heads = {n_h:>2}: d_k = {128 // n_h:>2}, W_Q + W_K + W_V hold {qkv:,} weights")
 
 # %% [markdown]
-# **3.** A head scores $D = 0$ on every window. What does its $A$ look like, and what does the
+# **2.** A head scores $D = 0$ on every window. What does its $A$ look like, and what does the
 # head contribute to position $t$? Another head scores $D = 31.75$ on 128-character windows: can
 # you conclude that it spreads its weight evenly?
 #
@@ -317,7 +316,7 @@ for n_h in (4, 16):
 #
 # </details>
 #
-# **4.** $D$ depends on the window length as well as on the head. Give a head whose $D$ roughly
+# **3.** $D$ depends on the window length as well as on the head. Give a head whose $D$ roughly
 # doubles when the windows go from $T = 64$ to $T = 128$, and one whose $D$ barely moves.
 #
 # <details><summary>Answer</summary>
