@@ -32,22 +32,6 @@ def course_repository(tmp_path_factory) -> Path:
     return fresh_runtime.course_repository(tmp_path_factory.mktemp("origin"))
 
 
-def solved_workshop(path: Path, config: dict) -> nbformat.NotebookNode:
-    """The workshop flavour a student opens, every exercise cell filled with its solution."""
-    source = notebook_build.source_notebook(path, config=config)
-    solutions = {
-        cell.metadata["nbgrader"]["grade_id"]: notebook_build.SOLUTION_MARKERS.sub("", cell.source)
-        for cell in source.cells
-        if cell.metadata.get("nbgrader", {}).get("solution")
-    }
-    nb = notebook_build.workshop_notebook(source)
-    for cell in nb.cells:
-        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
-        if grade_id in solutions:
-            cell.source = solutions[grade_id]
-    return nb
-
-
 def run_alone(
     path: Path, repository: Path, tmp_path: Path, env: dict | None = None
 ) -> tuple[Path, dict[str, str]]:
@@ -56,7 +40,7 @@ def run_alone(
     this process, with the runtime's environment and nothing else of ours: the kernel it starts
     sees only that."""
     config = {"repository": repository.as_uri(), "ref": fresh_runtime.REF}
-    nb = solved_workshop(path, config)
+    nb = fresh_runtime.solved_workshop(path, config)
     nb.cells.append(nbformat.v4.new_code_cell(WHERE))
     content = tmp_path / "content"  # Colab's empty working folder
     content.mkdir(parents=True)
