@@ -1,10 +1,11 @@
 """`make ablations`: the ablation ladder (transformer_lab/ablations.py) trained and recorded.
 
 Every rung, the full model included, trains each seed at the budget on this machine's CPU; each
-run is kept as it finishes in build/ablations/<budget>-<device class>/RUNG-SEED.json, so an
-interrupted ladder continues where it stopped. When every run is in, the ladder is written into
-data/baselines.json under "ablations" (atomically, checked against the schema), with where and
-at which commit it was measured.
+run is kept as it finishes in build/ablations/<budget>-cpu-<commit>/RUNG-SEED.json, so an
+interrupted ladder continues where it stopped, and only with runs of the same commit. When every
+run is in, the ladder is written into data/baselines.json under "ablations" (atomically, checked
+against the schema), with where it was measured and the commit it was trained at, the one the
+quick baselines are to share.
 
     python -m maintainer.ablations                      # quick, seeds 0,1,2, two processes
     python -m maintainer.ablations --seeds 0,1,2,3 --workers 1
@@ -46,11 +47,15 @@ def _one(rung: str, seed: int, budget: str, out: str) -> str:
     return str(path)
 
 
-def run(budget: str, seeds: list[int], workers: int) -> Path:
-    """Every (rung, seed) not yet kept, trained; the folder that holds them."""
+def kept_runs(budget: str, commit: str, dirty: bool) -> Path:
+    """Where the runs of this commit are kept; a dirty tree's apart from its commit's."""
+    return WORKDIR / f"{budget}-cpu-{commit[:12]}{'-dirty' if dirty else ''}"
+
+
+def run(budget: str, seeds: list[int], workers: int, folder: Path) -> None:
+    """Every (rung, seed) not yet kept in `folder`, trained there."""
     from transformer_lab.ablations import LADDER
 
-    folder = WORKDIR / f"{budget}-cpu"
     folder.mkdir(parents=True, exist_ok=True)
     todo = [
         (rung, seed)
@@ -71,14 +76,15 @@ def run(budget: str, seeds: list[int], workers: int) -> Path:
             row = json.loads(Path(done.result()).read_text())
             minutes = (time.perf_counter() - started) / 60
             print(f"{rung}, seed {seed}: {row['nats']:.4f} nats ({minutes:.1f} min)", flush=True)
-    return folder
 
 
-def record(folder: Path, budget: str, seeds: list[int], wall_s: float) -> dict:
-    """The ladder as data/baselines.json keeps it: each rung's seeds, and where it was measured."""
+def record(
+    folder: Path, budget: str, seeds: list[int], wall_s: float, commit: str, dirty: bool
+) -> dict:
+    """The ladder as data/baselines.json keeps it: each rung's seeds, and where and at which
+    commit (`commit`, `dirty`: the tree's when training started) it was measured."""
     from transformer_lab.ablations import LADDER
 
-    commit, dirty = commit_label()
     rungs = {}
     for name, rung in LADDER.items():
         runs = {str(s): json.loads((folder / f"{name}-{s}.json").read_text()) for s in seeds}
@@ -122,9 +128,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     args = parser.parse_args(argv)
     seeds = [int(s) for s in args.seeds.split(",")]
-    started = time.perf_counter()
-    folder = run(args.budget, seeds, args.workers)
-    write(record(folder, args.budget, seeds, time.perf_counter() - started))
+    started, (commit, dirty) = time.perf_counter(), commit_label()
+    folder = kept_runs(args.budget, commit, dirty)
+    run(args.budget, seeds, args.workers, folder)
+    write(record(folder, args.budget, seeds, time.perf_counter() - started, commit, dirty))
     print(f"the ladder is in {BASELINES.relative_to(ROOT)} (ablations/{args.budget}/cpu)")
 
 

@@ -138,3 +138,21 @@ def test_the_committed_ladder_if_any_follows_the_schema():
         assert set(ladder["rungs"]) == set(ablations.LADDER)
         seeds = {tuple(sorted(r["seeds"])) for r in ladder["rungs"].values()}
         assert len(seeds) == 1  # every rung on the same seeds: they pair with the full model
+
+
+def test_an_interrupted_ladder_resumes_only_with_runs_of_its_own_commit(tmp_path, monkeypatch):
+    monkeypatch.setattr(recorder, "WORKDIR", tmp_path)
+    here = recorder.kept_runs("quick", "a" * 40, dirty=False)
+    assert here == tmp_path / "quick-cpu-aaaaaaaaaaaa"
+    assert recorder.kept_runs("quick", "b" * 40, dirty=False) != here  # another commit
+    assert recorder.kept_runs("quick", "a" * 40, dirty=True) != here  # edits on top of it
+    here.mkdir()
+    row = {"nats": 1.8, "parameters": 1, "train_seconds": 1.0, "recipe": {}}
+    for name in ablations.LADDER:
+        (here / f"{name}-0.json").write_text(json.dumps(row))
+    ladder = recorder.record(here, "quick", [0], 60.0, "a" * 40, dirty=False)
+    assert (ladder["provenance"]["git_commit"], ladder["provenance"]["git_dirty"]) == (
+        "a" * 40,
+        False,
+    )
+    assert set(ladder["rungs"]) == set(ablations.LADDER)
