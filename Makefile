@@ -50,7 +50,7 @@ ERRATA ?= carry
 GRADE_ID ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help setup train notebooks regenerate-baselines ablations test test-quick lint format bench core-minutes clean \
+.PHONY: help setup train notebooks regenerate-baselines ablations head-costs test test-quick lint format bench core-minutes clean \
 	release roster collect autograde feedback export class-report formgrader override-keep override-clear
 
 help: ## list the targets
@@ -70,6 +70,9 @@ regenerate-baselines: setup ## run the solution notebooks, refresh data/: MODE=a
 
 ablations: setup ## train the ablation ladder (7 rungs x SEEDS, quick budget, CPU) into data/baselines.json; resumes where it stopped (2 CPU cores: ~1 h for 3 seeds)
 	$(PY) -m maintainer.ablations --seeds $(or $(SEEDS),0,1,2)
+
+head-costs: setup ## measure the head costs notebook 05 shows on each recorded model that has none, into data/baselines.json: RUN=full/cpu [AGAIN=1] (seconds)
+	$(PY) -m maintainer.head_costs $(if $(RUN),--run $(RUN)) $(if $(AGAIN),--again)
 
 train: setup ## train and score one model: MODEL=gpt|lstm|trigram|5gram BUDGET=quick|full|smoke (quick GPT: ~5 min on 2 CPU cores)
 	$(PY) -m transformer_lab train --model $(MODEL) --budget $(BUDGET)

@@ -111,14 +111,12 @@ def record(
 
 def write(ladder: dict) -> None:
     """Into data/baselines.json, atomically, once it passes the schema."""
-    from .pipeline import validate
+    from .pipeline import validate, write_atomically
 
     data = json.loads(BASELINES.read_text(encoding="utf-8"))
     data.setdefault("ablations", {})[f"{ladder['mode']}/{ladder['device_class']}"] = ladder
     validate(data)
-    partial = BASELINES.with_suffix(".json.part")
-    partial.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
-    partial.replace(BASELINES)
+    write_atomically(data, BASELINES)
 
 
 def main(argv: list[str] | None = None) -> None:

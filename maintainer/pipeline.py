@@ -256,7 +256,7 @@ def _model_record(trained: Path, key: str, seed: int, provenance: dict) -> str |
     return name
 
 
-def _write_atomically(baselines: dict, out: Path, files: dict[Path, Path] | None = None) -> None:
+def write_atomically(baselines: dict, out: Path, files: dict[Path, Path] | None = None) -> None:
     """Write `out` and copy `files` ({source: destination}) beside it, so that a reader sees the
     old set or the new one, never half a file nor a new model with the old JSON. Everything is
     staged in temporary files in the destination folder, then renamed into place, `out` last,
@@ -339,7 +339,7 @@ def run_pipeline(
     baselines = _read(out)
     baselines["runs"] = dict(sorted({**baselines["runs"], key: run}.items()))
     validate(baselines)  # before anything in out's folder changes
-    _write_atomically(baselines, out, {trained: out.parent / model} if model else None)
+    write_atomically(baselines, out, {trained: out.parent / model} if model else None)
     if provenance["over_budget"]:
         message = over_budget_message(run, out)
         if not ignore_budgets:

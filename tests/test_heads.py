@@ -217,9 +217,8 @@ def test_the_recorded_costs_are_shown_beside_their_own_model_only(tmp_path):
     assert "+1.250" not in recorded_head_costs(None, baselines)
     del run["results"]["head_costs"]
     assert recorded_head_costs("full/cpu", baselines) == (
-        "No head costs are recorded for run `full/cpu` yet: the course's pipeline (`make "
-        "regenerate-baselines`) records them at its next run. Your measurement above is of the "
-        "same model."
+        "No head costs are recorded for run `full/cpu` yet: the course measures them on its saved "
+        "model with `make head-costs`. Your measurement above is of the same model."
     )
     assert "No head costs" in recorded_head_costs("quick/cpu", baselines)  # no such run
 
