@@ -11,9 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-
-from .attention import causal_mask, scaled_dot_product_attention
-from .model import Block, MultiHeadAttention, embed_with_positions
+from importlib import import_module
 
 # The notebooks, in the order a student meets them.
 NOTEBOOKS = (
@@ -30,6 +28,8 @@ EXTRA_CREDIT = ("06_stretch",)  # the stretch notebook: points on top of the cou
 
 def _course_mask(T: int):
     """The course's causal_mask(T), in the form the student writes it (one argument)."""
+    from .attention import causal_mask
+
     return causal_mask(T)
 
 
@@ -47,7 +47,20 @@ class Exercise:
     written: tuple[str, ...] = ()  # grade ids of its written answers, graded by hand
     piece: str | None = None  # the piece of the model it is, where later notebooks run it
     function: str | None = None  # the name the student's function has
-    course: Callable | None = None  # the course's own function for the same job
+    # the course's own function for the same job, "module:name" in this package: imported when
+    # asked for (`course`), so that reading the table imports no PyTorch
+    course_at: str | None = None
+
+    @property
+    def course(self) -> Callable | None:
+        """The course's own function for the same job, where there is one."""
+        if self.course_at is None:
+            return None
+        module, _, name = self.course_at.partition(":")
+        found = import_module(f"{__package__}.{module}")
+        for part in name.split("."):
+            found = getattr(found, part)
+        return found
 
     @property
     def number(self) -> str:
@@ -76,7 +89,7 @@ EXERCISES = (
         2,
         piece="attention",
         function="scaled_dot_product_attention",
-        course=scaled_dot_product_attention,
+        course_at="attention:scaled_dot_product_attention",
     ),
     Exercise(
         "ex2",
@@ -87,7 +100,7 @@ EXERCISES = (
         3,  # its leak test's, its own and the hidden tests'
         piece="mask",
         function="causal_mask",
-        course=_course_mask,
+        course_at="catalogue:_course_mask",
     ),
     Exercise(
         "ex3",
@@ -98,7 +111,7 @@ EXERCISES = (
         2,
         piece="embedding",
         function="embed_with_positions",
-        course=embed_with_positions,
+        course_at="model:embed_with_positions",
     ),
     Exercise(
         "ex4",
@@ -117,7 +130,7 @@ EXERCISES = (
         "ex6a_multi_head",
         "stretch:challenge_a",
         2,
-        course=MultiHeadAttention.forward,
+        course_at="model:MultiHeadAttention.forward",
     ),
     Exercise(
         "ex6b",
@@ -127,7 +140,7 @@ EXERCISES = (
         "stretch:challenge_b",
         2,
         runs_after=("ex6a_multi_head",),
-        course=Block.forward,
+        course_at="model:Block.forward",
     ),
 )
 BY_NAME = {exercise.name: exercise for exercise in EXERCISES}
