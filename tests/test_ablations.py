@@ -156,3 +156,11 @@ def test_an_interrupted_ladder_resumes_only_with_runs_of_its_own_commit(tmp_path
         False,
     )
     assert set(ladder["rungs"]) == set(ablations.LADDER)
+
+
+def test_the_committed_ladder_was_trained_at_the_commit_of_its_baselines():
+    """Its full rung and the baselines' mini-GPT are one code: the ladder's commit is the run's."""
+    data = json.loads(recorder.BASELINES.read_text())
+    for key, ladder in data.get("ablations", {}).items():
+        run = data["runs"][key]["provenance"]
+        assert ladder["provenance"]["git_commit"] == run["git_commit"], key
