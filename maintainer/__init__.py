@@ -38,7 +38,14 @@ def git(*args: str) -> str:
     return done.stdout.strip() if done.returncode == 0 else ""
 
 
+MEASURED = (":(exclude)data", ":(exclude)docs")  # git pathspecs of what the tools write
+
+
 def commit_label(length: int = 40) -> tuple[str, bool]:
-    """(commit of the checkout or "unknown", whether tracked files have uncommitted changes)."""
+    """(commit of the checkout or "unknown", whether tracked files have uncommitted changes).
+
+    What the tools themselves write under data/ and docs/ (the measurements, the models) does
+    not count: `make ablations` after `make regenerate-baselines` trains the committed code."""
     commit = git("rev-parse", "HEAD")[:length] or "unknown"
-    return commit, bool(git("status", "--porcelain", "--untracked-files=no"))
+    changed = git("status", "--porcelain", "--untracked-files=no", "--", ".", *MEASURED)
+    return commit, bool(changed)

@@ -164,3 +164,23 @@ def test_the_committed_ladder_was_trained_at_the_commit_of_its_baselines():
     for key, ladder in data.get("ablations", {}).items():
         run = data["runs"][key]["provenance"]
         assert ladder["provenance"]["git_commit"] == run["git_commit"], key
+
+
+def test_a_measurement_written_before_the_ladder_does_not_make_its_commit_dirty(
+    tmp_path, monkeypatch
+):
+    import subprocess
+
+    import maintainer
+
+    for folder in ("data", "transformer_lab"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "file").write_text("1")
+    for command in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "c"]):
+        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *command], cwd=tmp_path)
+    monkeypatch.setattr(maintainer, "ROOT", tmp_path)
+    assert maintainer.commit_label()[1] is False
+    (tmp_path / "data" / "file").write_text("2")  # regenerate-baselines wrote its numbers
+    assert maintainer.commit_label()[1] is False
+    (tmp_path / "transformer_lab" / "file").write_text("2")  # the code changed
+    assert maintainer.commit_label()[1] is True
