@@ -9,10 +9,8 @@ alone, on the code written in it.
 
 from __future__ import annotations
 
-import importlib
-
 from transformer_lab import student
-from transformer_lab.catalogue import PIECES
+from transformer_lab.catalogue import PIECES, resolve
 from transformer_lab.student import Pieces
 
 from ._core import CheckFailed, grading, quietly
@@ -23,11 +21,7 @@ def _checkpoints():
     ("attention:exercise_1"). Imported by name, not by an import statement, because grading never
     runs them (`load` below): the rerun key, which reads a notebook's imports, then regrades a
     notebook only for the checks of its own exercises."""
-    found = {}
-    for name, exercise in PIECES.items():
-        module, function = exercise.checkpoint.split(":")
-        found[name] = getattr(importlib.import_module(f"{__package__}.{module}"), function)
-    return found
+    return {name: resolve(__package__, exercise.checkpoint) for name, exercise in PIECES.items()}
 
 
 def checked(pieces: Pieces) -> Pieces:

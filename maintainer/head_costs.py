@@ -16,11 +16,14 @@ from __future__ import annotations
 import argparse
 import json
 import platform
-import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
 import torch
+
+import transformer_lab as tl
+from transformer_lab.heads import RECORD_KEY
+from transformer_lab.saving import load_gpt, sha256
 
 from . import commit_label
 from .pipeline import BASELINES, validate, write_atomically
@@ -30,10 +33,6 @@ WINDOWS = 16  # notebook 05's validation windows: WINDOWS of T_max, a CPU genera
 
 def measure(run: dict, folder: Path) -> dict:
     """The head costs of `run`'s recorded model (its file in `folder`), as 05 measures them."""
-    import transformer_lab as tl
-    from transformer_lab.heads import RECORD_KEY
-    from transformer_lab.saving import load_gpt, sha256
-
     recorded = run["provenance"]["model"]
     path = folder / recorded["file"]
     if not path.is_file() or sha256(path) != recorded["sha256"]:
@@ -61,8 +60,6 @@ def main(argv: list[str] | None = None, out: Path = BASELINES) -> list[str]:
     parser.add_argument("--run", help="one run key, e.g. full/cpu (default: every one)")
     parser.add_argument("--again", action="store_true", help="measure costs already recorded")
     args = parser.parse_args(argv)
-    from transformer_lab.heads import RECORD_KEY
-
     baselines = json.loads(out.read_text(encoding="utf-8"))
     runs = baselines["runs"]
     if args.run and args.run not in runs:
@@ -87,4 +84,4 @@ def main(argv: list[str] | None = None, out: Path = BASELINES) -> list[str]:
 
 
 if __name__ == "__main__":
-    sys.exit(main() and None)
+    main()

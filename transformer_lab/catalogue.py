@@ -26,6 +26,16 @@ TRAINING_NOTEBOOK = "04_training"  # the one that trains: its run is the longest
 EXTRA_CREDIT = ("06_stretch",)  # the stretch notebook: points on top of the course's total
 
 
+def resolve(package: str, where: str):
+    """What `where`, "module:name" (a dotted name for a method), names in `package`, imported
+    only now: the table names functions without importing them."""
+    module, _, name = where.partition(":")
+    found = import_module(f"{package}.{module}")
+    for part in name.split("."):
+        found = getattr(found, part)
+    return found
+
+
 def _course_mask(T: int):
     """The course's causal_mask(T), in the form the student writes it (one argument)."""
     from .attention import causal_mask
@@ -56,11 +66,7 @@ class Exercise:
         """The course's own function for the same job, where there is one."""
         if self.course_at is None:
             return None
-        module, _, name = self.course_at.partition(":")
-        found = import_module(f"{__package__}.{module}")
-        for part in name.split("."):
-            found = getattr(found, part)
-        return found
+        return resolve(__package__, self.course_at)
 
     @property
     def number(self) -> str:
