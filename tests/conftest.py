@@ -26,10 +26,17 @@ if not os.environ.get(OVERRIDE_ENV) and SHARED_CORPUS.is_file():
 # the heavy files, longest first (`make test --durations`): `make test` hands files to its workers
 # in this order, so that no long file starts last and runs on alone (`--no-loadscope-reorder`
 # keeps pytest-xdist from sorting the files by their number of tests instead).
-def heavy_order(item) -> float:
-    """Where an item's file comes: a heavy file's order, every other file after the heavy ones."""
+# A file whose tests mostly wait (for a timeout, a sleeping child, an install that fails) says
+# `pytest.mark.waits`: the waiting files come right after the first heavy file, so that they run
+# beside it on the next worker, where its two grading jobs keep both cores busy; last, they would
+# leave a core idle.
+def place(item) -> tuple[float, bool]:
+    """Where an item's file comes: a heavy file's order, the waiting files just after order 1,
+    every other file after the heavy ones."""
+    if item.get_closest_marker("waits"):
+        return (1, True)
     marker = item.get_closest_marker("heavy")
-    return marker.kwargs["order"] if marker else float("inf")
+    return (marker.kwargs["order"] if marker else float("inf"), False)
 
 
 def pytest_collection_modifyitems(items):
@@ -37,8 +44,10 @@ def pytest_collection_modifyitems(items):
         marker = item.get_closest_marker("heavy")
         if marker and set(marker.kwargs) != {"order"}:
             raise pytest.UsageError(f"{item.nodeid}: mark the file, heavy(order=N), not a test")
+        if "waits" in {m.name for m in item.own_markers}:
+            raise pytest.UsageError(f"{item.nodeid}: mark the file as one that waits, not a test")
     # A stable sort: the heavy files first, the rest after, each file's tests in their order.
-    items.sort(key=heavy_order)
+    items.sort(key=place)
 
 
 # `make test` runs the files on parallel pytest workers (pytest-xdist, `--dist loadfile`: a file's

@@ -76,9 +76,11 @@ def heavy_orders(folder: Path) -> dict[str, object]:
     orders = {}
     for path in sorted(folder.glob("test_*.py")):
         for node in ast.parse(path.read_text(encoding="utf-8")).body:
-            mark = node.value if isinstance(node, ast.Assign) else None
-            if isinstance(mark, ast.Call) and ast.unparse(mark.func) == "pytest.mark.heavy":
-                orders[path.name] = {k.arg: ast.literal_eval(k.value) for k in mark.keywords}
+            value = node.value if isinstance(node, ast.Assign) else None
+            marks = value.elts if isinstance(value, ast.List) else [value]  # one mark or a list
+            for mark in marks:
+                if isinstance(mark, ast.Call) and ast.unparse(mark.func) == "pytest.mark.heavy":
+                    orders[path.name] = {k.arg: ast.literal_eval(k.value) for k in mark.keywords}
     return {name: kwargs.get("order") for name, kwargs in orders.items()}
 
 
@@ -89,12 +91,38 @@ def test_the_scans_of_the_tests_see_a_root_of_its_own_and_a_shared_order(tmp_pat
     (tmp_path / "test_c.py").write_text("from maintainer.fabricated_class import ROOT\n")
     (tmp_path / "test_d.py").write_text("pytestmark = pytest.mark.heavy(order=2)\n")
     (tmp_path / "test_e.py").write_text("pytestmark = pytest.mark.heavy(order=2)\n")
+    both = "pytestmark = [pytest.mark.heavy(order=3), pytest.mark.waits]\n"
+    (tmp_path / "test_f.py").write_text(both)
     assert own_roots(tmp_path) == ["test_b.py", "test_c.py"]
-    assert heavy_orders(tmp_path) == {"test_d.py": 2, "test_e.py": 2}
+    assert heavy_orders(tmp_path) == {"test_d.py": 2, "test_e.py": 2, "test_f.py": 3}
 
 
 def test_every_test_file_takes_root_from_paths():
     assert own_roots(ROOT / "tests") == []
+
+
+def test_the_files_that_wait_run_beside_the_longest_file():
+    """`make test` hands out files in this order: the longest first, then the ones that mostly
+    wait, so that they run beside it, then the other heavy files by order, the rest last."""
+    import pytest
+    from conftest import place
+
+    class Item:
+        def __init__(self, name: str, *marks):
+            self.name, self.marks = name, {m.name: m for m in marks}
+
+        def get_closest_marker(self, name: str):
+            return self.marks.get(name)
+
+    items = [
+        Item("plain"),
+        Item("second", pytest.mark.heavy(order=2).mark),
+        Item("waits", pytest.mark.waits.mark),
+        Item("heavy and waits", pytest.mark.heavy(order=3).mark, pytest.mark.waits.mark),
+        Item("longest", pytest.mark.heavy(order=1).mark),
+    ]
+    ordered = [item.name for item in sorted(items, key=place)]
+    assert ordered == ["longest", "waits", "heavy and waits", "second", "plain"]
 
 
 def test_each_heavy_file_has_an_order_of_its_own():

@@ -99,7 +99,8 @@ def test_each_notebook_runs_alone_in_a_fresh_runtime(name, runs):
     clone = Path(env["HOME"]) / "transformer-lab"
     assert (clone / "notebooks").is_dir()  # the setup cell cloned the course
     executed = nbformat.read(notebook, 4)
-    last = executed.cells[-1].outputs[0]["text"]
+    # one print, but its pieces may reach the notebook as several outputs on a busy machine
+    last = "".join(o.get("text", "") for o in executed.cells[-1].outputs)
     assert env["PIP_TARGET"] in last  # and the notebook ran on the course it installed
     installed = sorted(p.name for p in Path(env["PIP_TARGET"]).iterdir())
     assert not {"torch", "numpy", "matplotlib"} & set(installed), installed  # the runtime's own

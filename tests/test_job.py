@@ -22,7 +22,7 @@ from paths import ROOT
 from grader.engine.job import CELL_OUTPUT_CAP, NOTEBOOK_OUTPUT_CAP, TIMEOUT_ERROR
 from grader.engine.sandbox import PROCESSES_ENV
 
-pytestmark = pytest.mark.heavy(order=14)
+pytestmark = [pytest.mark.heavy(order=14), pytest.mark.waits]  # its timeouts
 # The sleeping cell pays it; every other cell needs far less, even on a busy machine.
 CELL_TIMEOUT = 4
 MEMORY_GB = 2

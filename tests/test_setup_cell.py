@@ -17,6 +17,7 @@ from paths import ROOT
 
 from maintainer import fresh_runtime, notebook_build, setup_cell, student_package
 
+pytestmark = pytest.mark.waits  # for clones and installs that fail
 REF = notebook_build.settings()["ref"]
 
 

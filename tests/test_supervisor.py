@@ -25,6 +25,8 @@ from paths import ROOT
 from grader.engine import supervisor
 from grader.engine.supervisor import NOT_RUN, STOPPED, result, run_job, stop_jobs
 
+pytestmark = pytest.mark.waits  # for sleeping jobs to be stopped
+
 ECHO = "import json, sys; print(json.dumps({'read': sys.stdin.read()}))"
 
 
