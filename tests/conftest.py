@@ -46,7 +46,8 @@ def pytest_collection_modifyitems(items):
             raise pytest.UsageError(f"{item.nodeid}: mark the file, heavy(order=N), not a test")
         if "waits" in {m.name for m in item.own_markers}:
             raise pytest.UsageError(f"{item.nodeid}: mark the file as one that waits, not a test")
-    # A stable sort: the heavy files first, the rest after, each file's tests in their order.
+    # A stable sort: the heavy files first (the waiting ones after the first), the rest after,
+    # each file's tests in their order.
     items.sort(key=place)
 
 

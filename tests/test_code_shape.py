@@ -8,6 +8,8 @@ import ast
 import textwrap
 from pathlib import Path
 
+import pytest
+from conftest import place
 from paths import ROOT
 
 FOLDERS = ("transformer_lab", "checkpoints", "grader", "maintainer")
@@ -104,8 +106,6 @@ def test_every_test_file_takes_root_from_paths():
 def test_the_files_that_wait_run_beside_the_longest_file():
     """`make test` hands out files in this order: the longest first, then the ones that mostly
     wait, so that they run beside it, then the other heavy files by order, the rest last."""
-    import pytest
-    from conftest import place
 
     class Item:
         def __init__(self, name: str, *marks):

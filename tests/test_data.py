@@ -60,8 +60,8 @@ class _Server:
 
         self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         # shutdown() waits for the server's next poll: half a second a test at the default
-        serving = {"target": self.httpd.serve_forever, "kwargs": {"poll_interval": 0.01}}
-        threading.Thread(**serving, daemon=True).start()
+        serve, fast = self.httpd.serve_forever, {"poll_interval": 0.01}
+        threading.Thread(target=serve, kwargs=fast, daemon=True).start()
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
 
     def close(self):
