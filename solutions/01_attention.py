@@ -195,7 +195,7 @@ record(RESULTS, {"score_spread": {str(d_k): s for d_k, s in spread.items()}})
 # %%
 import matplotlib.pyplot as plt
 
-from transformer_lab.plots import plot_score_spread
+from transformer_lab.reading.plots import plot_score_spread
 
 plot_score_spread(spread)
 plt.show()

@@ -41,7 +41,7 @@ import torch
 import transformer_lab as tl
 from checkpoints import causal_mask as check
 from checkpoints import yours
-from transformer_lab.plots import leak_line, plot_leak, plot_masks
+from transformer_lab.reading.plots import leak_line, plot_leak, plot_masks
 
 DEVICE, BUDGET = tl.start_notebook(MODE, DEVICE)
 tl.use_drive(USE_DRIVE)  # on Colab, Google asks for your consent here

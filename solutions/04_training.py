@@ -42,8 +42,8 @@ from checkpoints import training as check
 from checkpoints import yours
 from checkpoints.leak import model_leak_test
 from transformer_lab.baselines import lab3_lstm_row
+from transformer_lab.reading.saved_run import save_run
 from transformer_lab.report import ResultRow, results_markdown
-from transformer_lab.saved_run import save_run
 
 DEVICE, BUDGET = tl.start_notebook(MODE, DEVICE)
 tl.use_drive(USE_DRIVE)  # on Colab, Google asks for your consent here
@@ -276,17 +276,18 @@ print(save_run(trained, rows[:2], corpus.vocab, pieces.names(), USE_DRIVE))
 # marker and your run a larger one, edged in black.
 
 # %%
-from transformer_lab.baselines import after_the_lab, load_baselines
-from transformer_lab.ladder import ladder_reading, try_rung
-from transformer_lab.lecture_reading import lecture_comparison
-from transformer_lab.plots import (
+from transformer_lab.baselines import load_baselines
+from transformer_lab.reading.ladder import ladder_reading, try_rung
+from transformer_lab.reading.lecture_reading import lecture_comparison
+from transformer_lab.reading.plots import (
     budgets_line,
     loss_curves_line,
     plot_budgets,
     plot_ladder,
     plot_loss_curves,
 )
-from transformer_lab.saved_run import load_run
+from transformer_lab.reading.recorded import after_the_lab
+from transformer_lab.reading.saved_run import load_run
 
 run = load_run(USE_DRIVE)  # your saved run: where none is, it says what to run
 print(run.said())

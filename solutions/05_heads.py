@@ -33,7 +33,7 @@ import torch
 import transformer_lab as tl
 from checkpoints import heads as check
 from checkpoints import yours
-from transformer_lab.plots import plot_head_costs
+from transformer_lab.reading.plots import plot_head_costs
 
 DEVICE, BUDGET = tl.start_notebook(MODE, DEVICE)
 tl.use_drive(USE_DRIVE)  # on Colab, Google asks for your consent here
@@ -206,8 +206,7 @@ plt.show()
 # nothing recorded belongs beside it: the plots above are its measurement.
 
 # %%
-from transformer_lab.baselines import recorded_distances
-from transformer_lab.heads import recorded_head_costs
+from transformer_lab.reading.recorded import recorded_distances, recorded_head_costs
 
 print(recorded_distances(run))
 print(recorded_head_costs(run))

@@ -31,7 +31,7 @@ import torch.nn as nn
 import transformer_lab as tl
 from checkpoints import stretch as check
 from checkpoints import yours
-from transformer_lab.plots import StepClock, plot_step_times, step_times_line
+from transformer_lab.reading.plots import StepClock, plot_step_times, step_times_line
 from transformer_lab.runtime import device_name
 
 DEVICE, BUDGET = tl.start_notebook(MODE, DEVICE)

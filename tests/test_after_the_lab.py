@@ -1,6 +1,6 @@
 """Notebook 04's "After the lab" read later, as the lecture files it: on a new runtime, from the
 files 04's saving cell wrote, never from the session that trained. A run is saved as 04 saves it
-(transformer_lab/saved_run.py), then the section's code cells run in a fresh Python process
+(transformer_lab/reading/saved_run.py), then the section's code cells run in a fresh Python process
 after only the cells a student runs first on a new runtime (those above Exercise 4, and the one
 that defines `lm_metrics`), on a CPU, with the saved files and the recorded baselines beside it:
 what it prints is the saved run's, figure and numbers alike. Without a saved run it says what to
@@ -20,11 +20,12 @@ import torch
 from paths import ROOT
 from test_ladder import ladder_record
 
-from transformer_lab import CharLSTM, GPTConfig, MiniGPT, saved_run
+from transformer_lab import CharLSTM, GPTConfig, MiniGPT
+from transformer_lab.reading import saved_run
 from transformer_lab.baselines import ENV
+from transformer_lab.reading.saved_run import RUN_FILE, load_run, save_run
 from transformer_lab.report import ResultRow
 from transformer_lab.runtime import BUDGETS
-from transformer_lab.saved_run import RUN_FILE, load_run, save_run
 from transformer_lab.train import Recipe, TrainHistory
 
 pytestmark = pytest.mark.heavy(order=18)

@@ -12,20 +12,19 @@ import torch
 from paths import ROOT
 
 from transformer_lab import MiniGPT, load_trained_gpt, save_gpt
-from transformer_lab import text as rendering
+from transformer_lab.reading import text as rendering
 from transformer_lab.baselines import (
     ENV,
-    after_the_lab,
     lab3_label,
     lab3_lstm_row,
     nearest_run,
     recorded_budgets,
-    recorded_distances,
 )
-from transformer_lab.lecture_reading import lecture_comparison
 from transformer_lab.model import GPTConfig
+from transformer_lab.reading.lecture_reading import lecture_comparison
+from transformer_lab.reading.recorded import after_the_lab, recorded_distances
+from transformer_lab.reading.verdict import Gap, t_quantile
 from transformer_lab.saving import sha256
-from transformer_lab.verdict import Gap, t_quantile
 
 
 def _run(mode: str, device: str, **provenance) -> dict:

@@ -100,8 +100,8 @@ def test_the_package_builds_without_a_deprecation_and_ships_its_templates(tmp_pa
         fields = archive.read(metadata).decode()
     assert "License-Expression: MIT" in fields.splitlines()
     assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
-    templates = {p.name for p in (ROOT / "transformer_lab" / "templates").glob("*.j2")}
-    assert templates and {f"transformer_lab/templates/{t}" for t in templates} <= names
+    templates = {p.name for p in (ROOT / "transformer_lab" / "reading" / "templates").glob("*.j2")}
+    assert templates and {f"transformer_lab/reading/templates/{t}" for t in templates} <= names
 
 
 def test_the_old_licence_table_would_fail_the_build(tmp_path):

@@ -14,7 +14,7 @@ from paths import ROOT
 
 import transformer_lab as tl
 from maintainer import head_costs
-from transformer_lab.heads import recorded_head_costs
+from transformer_lab.reading.recorded import recorded_head_costs
 from transformer_lab.saving import save_gpt, sha256
 
 TINY = tl.GPTConfig(d_model=16, n_heads=2, n_layers=2, T_max=32, dropout=0.1)

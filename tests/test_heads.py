@@ -20,8 +20,9 @@ from paths import ROOT
 import transformer_lab as tl
 from maintainer.pipeline import validate
 from transformer_lab.baselines import record
-from transformer_lab.heads import HeadCosts, head_ablation, head_switched_off, recorded_head_costs
-from transformer_lab.plots import LAYER_STYLES, plot_head_costs
+from transformer_lab.heads import HeadCosts, head_ablation, head_switched_off
+from transformer_lab.reading.plots import LAYER_STYLES, plot_head_costs
+from transformer_lab.reading.recorded import recorded_head_costs
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402

@@ -1,4 +1,4 @@
-"""Notebook 04's ablation ladder (transformer_lab/ladder.py, templates/ladder_reading.md.j2,
+"""Notebook 04's ablation ladder (transformer_lab/reading/ladder.py, templates/ladder_reading.md.j2,
 plots.plot_ladder), read from fabricated records as `make ablations` writes them: a clear cost,
 a gain, a tie, fewer than three seeds, a ladder of another device class, none recorded; each rung
 read by the rule of GPT against the LSTM, every number recomputed here; and the optional cell
@@ -12,9 +12,9 @@ import statistics
 import matplotlib
 import pytest
 
-from transformer_lab import ladder
-from transformer_lab.ladder import ladder_reading, try_rung
-from transformer_lab.plots import plot_ladder
+from transformer_lab.reading import ladder
+from transformer_lab.reading.ladder import ladder_reading, try_rung
+from transformer_lab.reading.plots import plot_ladder
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402

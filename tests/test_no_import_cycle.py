@@ -89,3 +89,39 @@ def test_a_cycle_through_an_import_inside_a_function_is_found(tmp_path):
     assert import_cycles([package]) == [["pkg.a", "pkg.b", "pkg.sub.c"]]
     (package / "sub" / "c.py").write_text("value = 1\n")
     assert import_cycles([package]) == []
+
+
+READING = "transformer_lab.reading"
+BELOW_THE_READING = ("transformer_lab", "checkpoints", "grader")
+
+
+def reading_importers(folders: list[Path]) -> list[str]:
+    """Modules below the reading (the rest of the package, the checks, the grader) that import
+    any module of transformer_lab/reading/, sorted."""
+    known = modules(folders)
+    below = [n for n in known if not (n == READING or n.startswith(READING + "."))]
+    return sorted(
+        name
+        for name in below
+        if any(
+            m == READING or m.startswith(READING + ".") for m in imported(name, known[name], known)
+        )
+    )
+
+
+def test_the_reading_is_the_package_s_top_floor():
+    """Nothing below imports the after-the-lab reading, so the rerun key can leave it out."""
+    assert reading_importers([ROOT / folder for folder in BELOW_THE_READING]) == []
+
+
+def test_an_import_of_the_reading_from_below_is_found(tmp_path):
+    for folder in BELOW_THE_READING:
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "__init__.py").write_text("")
+    (tmp_path / "transformer_lab" / "reading").mkdir()
+    (tmp_path / "transformer_lab" / "reading" / "__init__.py").write_text("")
+    (tmp_path / "transformer_lab" / "reading" / "ladder.py").write_text("")
+    (tmp_path / "checkpoints" / "heads.py").write_text(
+        "def f():\n    from transformer_lab.reading import ladder\n"
+    )
+    assert reading_importers([tmp_path / f for f in BELOW_THE_READING]) == ["checkpoints.heads"]

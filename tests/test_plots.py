@@ -11,7 +11,7 @@ import torch
 from paths import ROOT
 
 from transformer_lab import causal_mask
-from transformer_lab.plots import (
+from transformer_lab.reading.plots import (
     CVD_SAFE,
     StepClock,
     budgets_line,

@@ -50,6 +50,8 @@ def _rewrite_the_model(root: Path) -> None:
     path.write_bytes(path.read_bytes() + b"\0")
 
 
+_UNUSED = '\n\ndef _unused() -> str:\n    return "A sentence reworded."\n'
+
 # what is edited -> (the edit, the notebooks it regrades)
 EDITS = {
     "the term's code (a grade sheet column, a class report title)": (
@@ -102,6 +104,13 @@ EDITS = {
     "the engine (grader/engine/preflight.py)": (
         lambda root: _append(root / "grader" / "engine" / "preflight.py"),
         set(NOTEBOOKS),
+    ),
+    "the after-the-lab reading: a reworded template, an unused function in reading/ladder.py": (
+        lambda root: [
+            _append(root / "transformer_lab" / "reading" / "ladder.py", _UNUSED),
+            _append(root / "transformer_lab" / "reading" / "templates" / "ladder_reading.md.j2"),
+        ],
+        set(),
     ),
     "the recorded model's file (data/mini_gpt-full-cpu.pt)": (
         _rewrite_the_model,

@@ -335,10 +335,10 @@ def test_04_s_run_travels_beside_its_model_and_a_fresh_runtime_reads_it_from_the
 ):
     """Notebook 04 saves its run (rows, curves, samples) beside the model and copies both to the
     Drive; its "After the lab", on a new runtime with nothing beside it, reads them there."""
-    from transformer_lab import saved_run
+    from transformer_lab.reading import saved_run
+    from transformer_lab.reading.saved_run import load_run, save_run
     from transformer_lab.report import ResultRow
     from transformer_lab.runtime import BUDGETS
-    from transformer_lab.saved_run import load_run, save_run
     from transformer_lab.train import Recipe, TrainHistory
 
     monkeypatch.setattr(saved_run, "SAMPLE_LENGTH", 20)  # the samples' length is not the subject

@@ -17,9 +17,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from .baselines import load_baselines
 from .model import MiniGPT, MultiHeadAttention
-from .text import render
 
 RECORD_KEY = "head_costs"  # where the pipeline records them in a run's results
 
@@ -113,16 +111,3 @@ def head_ablation(model: MiniGPT, inputs: torch.Tensor, targets: torch.Tensor) -
 def _off_loss(model, attention, head, inputs, targets) -> float:
     with head_switched_off(attention, head):
         return _loss(model, inputs, targets)
-
-
-def recorded_head_costs(run: str | None, baselines: dict | None = None) -> str:
-    """What the course recorded for run `run`, the run whose model the notebook loaded
-    (`load_trained_gpt` says which), as text; None means the student's own model, beside which
-    nothing recorded belongs."""
-    if run is None:
-        return render("recorded_head_costs.md.j2", own=True)
-    baselines = load_baselines() if baselines is None else baselines
-    recorded = ((baselines or {}).get("runs") or {}).get(run) or {}
-    found = recorded.get("results", {}).get(RECORD_KEY)
-    rows = ["  ".join(f"{cost:+.3f}" for cost in layer) for layer in (found or {}).get("costs", [])]
-    return render("recorded_head_costs.md.j2", own=False, run=run, recorded=found, rows=rows)

@@ -3,7 +3,8 @@ autograde grades a submission again when one of these changed, and only then.
 
     the engine           grader/engine/ but review.py, and what its jobs import of grader/
                          (course.py)
-    the package          transformer_lab/, which every notebook and every check imports
+    the package          transformer_lab/ but its reading/ wing: the models, the loop, the
+                         data and what the checks and the release's graded code import of it
     the notebook's checks  the checkpoints modules its release imports, and theirs in turn
                          (_core.py, _watch.py, _devices.py, __init__.py), each with its hidden
                          cases (NAME_hidden.py): a check edited regrades its notebook, not the
@@ -22,7 +23,9 @@ which nbgrader scores an answer left as released 0), and the cells' order and ki
 finds a cell by its place); its markdown text and notebook metadata (a title, a hint, the badge)
 do not. Data files (the recorded model) count by their bytes.
 
-Not in it, so editing them regrades no one: the term (grader/term/: rosters, due dates,
+Not in it, so editing them regrades no one: the after-the-lab reading (transformer_lab/reading/:
+the readings of the record, the ladder, the figures, their templates), which the notebooks show
+and no check imports (tests/test_no_import_cycle.py holds it to the top floor); the term (grader/term/: rosters, due dates,
 reports, grade sheets, nbgrader's release, feedback and export); review.py, whose flags never
 change a score and are computed again for every submission at every run, kept or regraded;
 grader/nbgrader_config.py, which names the term's plugins and the feedback's preprocessors,
@@ -44,6 +47,7 @@ from ..cells import parse_cell
 ENGINE = ("grader/__init__.py", "grader/course.py", "grader/engine/*.py")
 NOT_SCORING = ("grader/engine/review.py",)  # flags, computed again at every run
 PACKAGE = ("transformer_lab/**/*.py",)
+READING = "transformer_lab/reading"  # shown, never scored: the package's top floor
 CHECKS = "checkpoints"
 # A notebook that calls one of these reads data/: the recorded runs choose a model file.
 MODEL_LOADERS = ("load_trained_gpt",)
@@ -54,7 +58,8 @@ def digests(releases: dict, root: Path) -> dict[str, str]:
     """notebook -> SHA-256 of everything that can change its scores (see the docstring)."""
     unkeyed = {root / name for name in NOT_SCORING}
     shared = [p for pattern in ENGINE + PACKAGE for p in sorted(root.glob(pattern))]
-    shared = [path for path in shared if path not in unkeyed]
+    reading = root / READING
+    shared = [p for p in shared if p not in unkeyed and not p.is_relative_to(reading)]
     entries: dict[Path, bytes] = {}  # each file parsed once, whichever notebooks read it
     found = {}
     for name, release in releases.items():

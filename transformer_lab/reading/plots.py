@@ -20,7 +20,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 from matplotlib.ticker import FormatStrFormatter
 
-from .baselines import recorded_budgets, seed_nats
+from ..baselines import recorded_budgets, seed_nats
 
 MODELS = {"gpt": "mini-GPT", "lstm": "LSTM"}
 COLOURS = {"gpt": "tab:blue", "lstm": "tab:orange"}  # blue and orange: apart to every eye

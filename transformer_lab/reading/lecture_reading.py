@@ -10,9 +10,9 @@ scoring windows) is computed from the package.
 
 from __future__ import annotations
 
-from .baselines import RECORDED_MODES, recorded_budgets, recorded_rows, seed_nats
+from ..baselines import RECORDED_MODES, recorded_budgets, recorded_rows, seed_nats
+from ..train import LAB3_FORGET_GATE_BIAS, LAB3_RECIPE, training_summary
 from .text import render
-from .train import LAB3_FORGET_GATE_BIAS, LAB3_RECIPE, training_summary
 from .verdict import Gap
 
 A_FEW_HUNDREDTHS = (0.01, 0.1)  # nats: one hundredth or more, less than a tenth
@@ -180,8 +180,8 @@ def trend(found: dict[str, tuple[str, dict]]) -> dict:
 
 def _lecture_parameters() -> tuple[int, int]:
     """The parameters of the lecture's mini-GPT and LSTM, counted on the package's models."""
-    from .lstm import CharLSTM
-    from .model import MiniGPT, count_parameters
+    from ..lstm import CharLSTM
+    from ..model import MiniGPT, count_parameters
 
     return count_parameters(MiniGPT()), count_parameters(CharLSTM())
 
@@ -226,9 +226,9 @@ def stated_budget(found: dict[str, tuple[str, dict]]) -> dict:
 
 
 def same_characters() -> dict:
-    from .data import CORPUS_CHARS, TEST_CHARS, VAL_END
-    from .evaluate import gpt_windows
-    from .model import GPTConfig
+    from ..data import CORPUS_CHARS, TEST_CHARS, VAL_END
+    from ..evaluate import gpt_windows
+    from ..model import GPTConfig
 
     T_max = GPTConfig().T_max
     first = min(j0 for _, j0 in gpt_windows(VAL_END, CORPUS_CHARS, T_max))

@@ -18,10 +18,18 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from .baselines import device_class
-from .report import ResultRow
-from .runtime import device_name
-from .saving import DRIVE_FOLDER, TRAINED_GPT, _own_model, load_gpt, save_gpt, save_to_drive, sha256
+from ..baselines import device_class
+from ..report import ResultRow
+from ..runtime import device_name
+from ..saving import (
+    DRIVE_FOLDER,
+    TRAINED_GPT,
+    _own_model,
+    load_gpt,
+    save_gpt,
+    save_to_drive,
+    sha256,
+)
 
 RUN_FILE = TRAINED_GPT.with_name("mini_gpt_run.json")  # beside the model, wherever it goes
 LABELS = {"gpt": "mini-GPT", "lstm": "LSTM"}
@@ -107,8 +115,8 @@ class SavedRun:
 
 
 def _sample(model, vocab) -> str:
-    from .sample import generate
-    from .student import printed
+    from ..sample import generate
+    from ..student import printed
 
     prompt = vocab.encode(PROMPT)
     out = generate(model, prompt, SAMPLE_LENGTH, temperature=TEMPERATURE, seed=0)

@@ -12,7 +12,8 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
-from .baselines import load_baselines, nearest_reason, nearest_run, run_key
+from ..baselines import load_baselines, nearest_run, run_key
+from .recorded import nearest_reason
 from .text import render
 from .verdict import Gap
 
@@ -113,7 +114,7 @@ def ladder_reading(mode: str, device, baselines: dict | None = None) -> str:
     baselines = load_baselines() if baselines is None else baselines
     found = recorded_ladder(mode, device, baselines)
     if found is None:
-        from .ablations import RUNGS
+        from ..ablations import RUNGS
 
         return render("ladder_reading.md.j2", key=None, parts=[rung.removes for rung in RUNGS])
     key, ladder = found
@@ -156,8 +157,8 @@ def try_rung(
     and otherwise says what it would cost, from the recorded ladder's times."""
     import torch
 
-    from .ablations import LADDER, train_rung
-    from .runtime import BUDGETS, device_name
+    from ..ablations import LADDER, train_rung
+    from ..runtime import BUDGETS, device_name
 
     quick = BUDGETS["quick"]
     chosen = most if most is not None and most.steps < quick.steps else quick
