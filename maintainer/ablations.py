@@ -1,11 +1,14 @@
-"""`make ablations`: the ablation ladder (transformer_lab/ablations.py) trained and recorded.
+"""`make ablations`: the ablation ladder (transformer_lab/ablations.py) swept, trained and recorded.
 
-Every rung, the full model included, trains each seed at the budget on this machine's CPU; each
-run is kept as it finishes in build/ablations/<budget>-cpu-<commit>/RUNG-SEED.json, so an
-interrupted ladder continues where it stopped, and only with runs of the same commit. When every
-run is in, the ladder is written into data/baselines.json under "ablations" (atomically, checked
-against the schema), with where it was measured and the commit it was trained at, the one the
-quick baselines are to share.
+First every variant's sweep of rates (each rung, the complete model, and the variants only swept:
+§6's fourth corner and §2's pair at unit-variance q and k), then every rung, the complete model
+included, trained on each seed at the budget at its own best rate, on this machine's CPU. Each
+run is kept as it finishes in build/ablations/<budget>-cpu-<commit>/ (sweep/NAME-LR-SEED.json,
+RUNG-SEED.json), so an interrupted ladder continues where it stopped, and only with runs of the
+same commit. When every run is in, the ladder is written into data/baselines.json under
+"ablations" (atomically, checked against the schema) with each rung's sweep and rate, §6's
+stability grid, §2's premise measured at initialization, where it was measured and the commit it
+was trained at.
 
     python -m maintainer.ablations                      # quick, seeds 0,1,2, two processes
     python -m maintainer.ablations --seeds 0,1,2,3 --workers 1
@@ -32,17 +35,30 @@ BASELINES = ROOT / "data" / "baselines.json"
 WORKDIR = ROOT / "build" / "ablations"
 
 
-def _one(rung: str, seed: int, budget: str, out: str) -> str:
-    """One run in a worker process: trains, scores, writes its file, returns its path."""
+def _sweep_name(name: str, lr: float, seed: int) -> str:
+    return f"sweep/{name}-{lr:g}-{seed}.json"
+
+
+def _one(job: tuple, budget: str, out: str) -> str:
+    """One run in a worker process: ("sweep", variant, rate, seed) or ("rung", rung, seed,
+    rate); trains, scores, writes its file, returns its path."""
     import torch
 
     torch.set_num_threads(1)
     from transformer_lab import BUDGETS, load_corpus
-    from transformer_lab.ablations import LADDER, train_rung
+    from transformer_lab.ablations import SWEPT, sweep_run, train_rung
 
     corpus = load_corpus(device="cpu")
-    _, _, row = train_rung(LADDER[rung], corpus, BUDGETS[budget], seed)
-    path = Path(out) / f"{rung}-{seed}.json"
+    kind, name, *rest = job
+    if kind == "sweep":
+        lr, seed = rest
+        row = sweep_run(SWEPT[name], corpus, BUDGETS[budget], lr, seed)
+        path = Path(out) / _sweep_name(name, lr, seed)
+    else:
+        seed, lr = rest
+        _, _, row = train_rung(SWEPT[name], corpus, BUDGETS[budget], seed, lr=lr)
+        path = Path(out) / f"{name}-{seed}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(row, indent=1), encoding="utf-8")
     return str(path)
 
@@ -52,30 +68,66 @@ def kept_runs(budget: str, commit: str, dirty: bool) -> Path:
     return WORKDIR / f"{budget}-cpu-{commit[:12]}{'-dirty' if dirty else ''}"
 
 
+def sweep_jobs() -> list[tuple]:
+    """Every (variant, rate, seed) of the sweep."""
+    from transformer_lab.ablations import SWEEP_RATES, SWEPT, sweep_seeds
+
+    return [
+        ("sweep", name, lr, seed)
+        for name in SWEPT
+        for seed in sweep_seeds(name)
+        for lr in SWEEP_RATES
+    ]
+
+
+def swept(folder: Path, name: str) -> list[dict]:
+    """A variant's kept sweep runs."""
+    from transformer_lab.ablations import SWEEP_RATES, sweep_seeds
+
+    return [
+        json.loads((folder / _sweep_name(name, lr, seed)).read_text())
+        for seed in sweep_seeds(name)
+        for lr in SWEEP_RATES
+    ]
+
+
+def chosen_rate(folder: Path, name: str) -> float | None:
+    """The variant's best rate by its sweep (None: no rate trained)."""
+    from transformer_lab.ablations import best_rate
+
+    return best_rate(swept(folder, name))
+
+
+def _train(jobs: list[tuple], budget: str, workers: int, folder: Path, what: str) -> None:
+    print(f"{len(jobs)} {what} to train, {workers} at a time", flush=True)
+    started = time.perf_counter()
+    with concurrent.futures.ProcessPoolExecutor(workers) as pool:
+        futures = {pool.submit(_one, job, budget, str(folder)): job for job in jobs}
+        for done in concurrent.futures.as_completed(futures):
+            job = futures[done]
+            row = json.loads(Path(done.result()).read_text())
+            loss = row.get("nats", row.get("val_loss"))
+            minutes = (time.perf_counter() - started) / 60
+            print(f"{job}: {loss} ({minutes:.1f} min)", flush=True)
+
+
 def run(budget: str, seeds: list[int], workers: int, folder: Path) -> None:
-    """Every (rung, seed) not yet kept in `folder`, trained there."""
+    """Every sweep run, then every (rung, seed) at the rung's best rate, not yet kept in
+    `folder`, trained there."""
     from transformer_lab.ablations import LADDER
 
     folder.mkdir(parents=True, exist_ok=True)
-    todo = [
-        (rung, seed)
+    sweeps = [j for j in sweep_jobs() if not (folder / _sweep_name(*j[1:])).is_file()]
+    _train(sweeps, budget, workers, folder, "sweep runs")
+    rungs = [
+        ("rung", name, seed, chosen_rate(folder, name))
         for seed in seeds
-        for rung in LADDER
-        if not (folder / f"{rung}-{seed}.json").is_file()
+        for name in LADDER
+        if not (folder / f"{name}-{seed}.json").is_file()
     ]
-    print(
-        f"{len(todo)} runs to train ({len(LADDER)} rungs x {len(seeds)} seeds, kept: "
-        f"{len(LADDER) * len(seeds) - len(todo)}), {workers} at a time",
-        flush=True,
+    _train(
+        rungs, budget, workers, folder, f"ladder runs ({len(LADDER)} rungs x {len(seeds)} seeds)"
     )
-    started = time.perf_counter()
-    with concurrent.futures.ProcessPoolExecutor(workers) as pool:
-        futures = {pool.submit(_one, r, s, budget, str(folder)): (r, s) for r, s in todo}
-        for done in concurrent.futures.as_completed(futures):
-            rung, seed = futures[done]
-            row = json.loads(Path(done.result()).read_text())
-            minutes = (time.perf_counter() - started) / 60
-            print(f"{rung}, seed {seed}: {row['nats']:.4f} nats ({minutes:.1f} min)", flush=True)
 
 
 def record(
@@ -83,13 +135,42 @@ def record(
 ) -> dict:
     """The ladder as data/baselines.json keeps it: each rung's seeds, and where and at which
     commit (`commit`, `dirty`: the tree's when training started) it was measured."""
-    from transformer_lab.ablations import LADDER
+    from transformer_lab import load_corpus
+    from transformer_lab.ablations import (
+        LADDER,
+        STABILITY,
+        SWEEP_EVAL_EVERY,
+        SWEEP_RATES,
+        SWEEP_STEPS,
+        SWEPT,
+        premise,
+        unigram_nats,
+    )
 
-    rungs = {}
-    for name, rung in LADDER.items():
-        runs = {str(s): json.loads((folder / f"{name}-{s}.json").read_text()) for s in seeds}
-        rungs[name] = {"removes": rung.removes, "claim": rung.claim, "seeds": runs}
+    def entry(name: str) -> dict:
+        rung = SWEPT[name]
+        return {
+            "removes": rung.removes,
+            "claim": rung.claim,
+            "lr": chosen_rate(folder, name),
+            "warmup": "none" if rung.warmup == 0 else "the course's",
+            "sweep": swept(folder, name),
+        }
+
+    rungs = {
+        name: entry(name)
+        | {"seeds": {str(s): json.loads((folder / f"{name}-{s}.json").read_text()) for s in seeds}}
+        for name in LADDER
+    }
     import torch
+
+    corpus = load_corpus(device="cpu")
+    sweep = {
+        "rates": list(SWEEP_RATES),
+        "steps": SWEEP_STEPS,
+        "eval_every": SWEEP_EVAL_EVERY,
+        "unigram_nats": unigram_nats(corpus),
+    }
 
     return {
         "mode": budget,
@@ -105,7 +186,13 @@ def record(
             "seeds": seeds,
             "wall_seconds": round(wall_s, 1),
         },
+        "sweep": sweep,
         "rungs": rungs,
+        "swept": {name: entry(name) for name in SWEPT if name not in LADDER},
+        "stability": {f"{norm}, {warmup}": name for (norm, warmup), name in STABILITY.items()},
+        "premise": [
+            premise(corpus, init, scaled) for init in ("lab", "unit") for scaled in (True, False)
+        ],
     }
 
 
