@@ -51,7 +51,7 @@ GRADE_ID ?=
 
 .DEFAULT_GOAL := help
 .PHONY: help setup train notebooks regenerate-baselines ablations head-costs test test-quick lint format bench core-minutes clean \
-	release roster collect autograde feedback export class-report formgrader override-keep override-clear
+	release roster collect autograde feedback export class-report formgrader override-keep override-clear gpu-check
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-22s %s\n", $$1, $$2}'
@@ -68,7 +68,7 @@ setup: $(VENV)/.installed ## create .venv and install the package (once; minutes
 regenerate-baselines: setup ## run the solution notebooks, refresh data/: MODE=auto|full|quick|smoke [SEEDS=0,1,2 [REPLACE=1]] (quick on 2 CPU cores: ~6 min a seed)
 	$(PY) -m maintainer.pipeline --mode $(MODE) --device $(DEVICE) $(if $(SEEDS),--seeds $(SEEDS)) $(if $(REPLACE),--replace)
 
-ablations: setup ## train the ablation ladder (7 rungs x SEEDS, quick budget, CPU) into data/baselines.json; resumes where it stopped (2 CPU cores: ~1 h for 3 seeds)
+ablations: setup ## sweep every variant over 5 rates (80 short runs), then train the ladder at each rung's best rate (7 rungs x SEEDS, quick budget, CPU), with §6's stability grid and §2's premise, into data/baselines.json; resumes where it stopped (2 CPU cores: ~1 h 45 min for 3 seeds)
 	$(PY) -m maintainer.ablations --seeds $(or $(SEEDS),0,1,2)
 
 head-costs: setup ## measure the head costs notebook 05 shows on each recorded model that has none, into data/baselines.json: RUN=full/cpu [AGAIN=1] (seconds)
@@ -130,6 +130,9 @@ format: setup ## ruff: fix what can be fixed and format (seconds)
 
 bench: setup ## tokens/s, chars/s, peak memory: ours vs a plain loop, CPU (+GPU); notebook 04 at quick: ms a step, fused vs a student's attention, wall time projected; writes docs/bench/ (a few minutes)
 	$(PY) -m maintainer.bench --device $(DEVICE)
+
+gpu-check: setup ## on a lent GPU, one run of at most 10 min: Exercises 1-3's checks in its fp16, the full-budget baselines, the disputed rungs' seeds, the bench, as many as fit, recorded; prints what did not fit: [BUDGET_SECONDS=540] [DRY_RUN=1: the plan and each item's cost, on any machine, seconds]
+	$(PY) -m maintainer.gpu_check $(if $(DRY_RUN),--dry-run) $(if $(BUDGET_SECONDS),--budget-seconds $(BUDGET_SECONDS))
 
 core-minutes: setup ## minutes of each exercise's core path on the T4 and CPU paths beside the lecture's: times a fresh runtime's start online (docs/fresh_runtime.json), records what each cell shows (docs/shown_outputs.json), writes docs/core_path.md (~5 min); ONE_CORE=1 first times each notebook on one CPU core, as Colab's CPU runtime (docs/one_core_compute.json; a quiet machine, ~15 min)
 	$(if $(ONE_CORE),$(PY) -m maintainer.core_measurements one-core)

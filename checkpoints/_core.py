@@ -12,12 +12,15 @@ import re
 import sysconfig
 import warnings
 from contextlib import contextmanager, nullcontext
+from importlib import import_module
 
 import torch
 
 import transformer_lab
 from transformer_lab import student
+from transformer_lab.catalogue import BY_NAME, resolve
 
+from ._devices import device_slip, devices_here, shown_device
 from ._watch import Forbidden, Watch
 from .codes import Codes, declared
 from .results import Result, leave, notebook_shell
@@ -99,6 +102,23 @@ def passed(exercise: Codes, message: str) -> None:
         return
     print(f"✅ {message}")
     leave(Result(exercise.name, None, True, message))
+    shell = notebook_shell()
+    if shell is not None:  # a kernel's: a pass starts its exercise's count of mistakes again
+        _hints().STREAKS.passed(exercise.name, cell_run(shell))
+
+
+def _hints():
+    """checkpoints/hints.py, imported by name: a hint is only shown, never scored, so editing
+    one regrades no one (the rerun key reads a check's import statements, not this)."""
+    return import_module(f"{__package__}.hints")
+
+
+def cell_run(shell) -> int | None:
+    """The number Jupyter shows beside the cell that runs now ("[12]"), or None outside a
+    notebook: the inputs IPython has stored, this cell's included. (Its execution_count moved,
+    in IPython 9, from after a cell's run to before it.)"""
+    inputs = getattr(getattr(shell, "history_manager", None), "input_hist_parsed", None)
+    return len(inputs) - 1 if inputs else None
 
 
 def grading() -> bool:
@@ -117,7 +137,7 @@ def keep(name: str, fn, checkpoint) -> None:
         return
     use_drive = shell.user_ns.get("USE_DRIVE")
     try:
-        print(student.keep(name, fn, use_drive))
+        print(student.keep(name, fn, use_drive, cell=cell_run(shell)))
     except Exception as err:  # a full Drive, a folder it may not write: the pass stands
         print(f"Your {name} was not kept for the later notebooks ({type(err).__name__}: {err}).")
         return
@@ -132,12 +152,10 @@ def kept_copy_trouble(piece: student.Piece, checkpoint) -> str:
     if not piece.yours:
         why = piece.why
     else:
-        try:
-            with quietly():
-                checkpoint(piece.fn)
+        failure = check_again(piece, checkpoint)
+        if failure is None:
             return ""
-        except CheckFailed as failure:
-            why = f"it fails this checkpoint there: {failure}"
+        why = f"it fails this checkpoint there: {failure}"
     return (
         f"⚠️ But the kept copy does not run on its own, so the later notebooks would use the "
         f"course's {piece.name}: {why} Define what it uses inside the function, or in "
@@ -145,11 +163,58 @@ def kept_copy_trouble(piece: student.Piece, checkpoint) -> str:
     )
 
 
+def check_again(piece: student.Piece, checkpoint=None) -> CheckFailed | None:
+    """The failure of the student's kept `piece` at its exercise's checkpoint (`checkpoint`, or
+    the one the catalogue names), run again quietly; None where it passes. The one re-check of a
+    kept copy: 01-03's checks run it when they keep a piece (`kept_copy_trouble`), the later
+    notebooks before they build a model on it (checkpoints/yours.py)."""
+    checkpoint = checkpoint or resolve(__package__, piece.exercise.checkpoint)
+    try:
+        with quietly():
+            checkpoint(piece.fn)
+    except CheckFailed as failure:
+        return failure
+    return None
+
+
+def still_kept(exercise: str, use_drive: bool | None) -> str:
+    """'' where `exercise` keeps no piece or the student's module holds none of it; else, for
+    a failing checkpoint, the passing version the later notebooks will run instead of this one."""
+    piece = BY_NAME[exercise].piece if exercise in BY_NAME else None
+    found = student.kept_version(piece, use_drive) if piece else None
+    if found is None:
+        return ""
+    kept, where = found
+    version = f"Your passing version ({kept.said})" if kept.said else "Your earlier passing version"
+    return (
+        f"ℹ️ {version} is still kept in {where}: 04 will train it, not this one, until this "
+        "checkpoint passes again."
+    )
+
+
+def _under_failure(shell, failure: CheckFailed) -> list[str]:
+    """What a failing check shows under its message in a student's kernel: the next step of
+    its exercise's hint when the same mistake came again (checkpoints/hints.py), and the
+    passing version that stands while this one fails."""
+    step = _hints().STREAKS.failed(failure.code, cell_run(shell))
+    kept = still_kept(failure.result.exercise, shell.user_ns.get("USE_DRIVE"))
+    return [said for said in (step.said if step else "", kept) if said]
+
+
 def _leave_failure(shell, etype, value, tb, tb_offset=None) -> None:
     """IPython's handler of a CheckFailed that reaches the top of a cell: leave its result as
-    data, then show the traceback as for any error (the cell still fails)."""
+    data, then show the traceback as for any error (the cell still fails), and under it what
+    helps next (`_under_failure`); never while grading, and never a second error."""
     leave(value.result)
     shell.showtraceback((etype, value, tb), tb_offset=tb_offset)
+    if grading():
+        return
+    try:
+        said = _under_failure(shell, value)
+    except Exception:  # a Drive gone, a module edited by hand: the failure is shown already
+        return
+    if said:
+        print("\n".join(said))
 
 
 def _install(shell) -> None:
@@ -307,20 +372,154 @@ def error_text(err: BaseException) -> str:
     return text or repr(err)
 
 
-def line_of(err: BaseException) -> str:
-    """' (line N: `the line`)' of the deepest frame of `err` that ran the student's code (neither
-    the library's nor the checks'), or '' where none did."""
-    found, tb = "", err.__traceback__
+def _their_frames(err: BaseException) -> list:
+    """(frame, line number) of each frame of `err`'s traceback that ran the student's code
+    (neither the library's nor the checks'), outermost first."""
+    found, tb = [], err.__traceback__
     while tb is not None:
-        filename = tb.tb_frame.f_code.co_filename
-        if not filename.startswith(_NOT_THEIRS):
-            text = linecache.getline(filename, tb.tb_lineno, tb.tb_frame.f_globals).strip()
-            # A file of its own (my_transformer.py) is named; a notebook's cell is not one.
-            line = f"line {tb.tb_lineno}"
-            line += f" of {os.path.basename(filename)}" if os.path.isfile(filename) else ""
-            found = f" ({line}: `{text}`)" if text else f" ({line})"
+        if not tb.tb_frame.f_code.co_filename.startswith(_NOT_THEIRS):
+            found.append((tb.tb_frame, tb.tb_lineno))
         tb = tb.tb_next
     return found
+
+
+def _at(frame, number: int) -> tuple[str, str]:
+    """('line N', its text) of line `number` of the student's code that `frame` runs."""
+    filename = frame.f_code.co_filename
+    text = linecache.getline(filename, number, frame.f_globals).strip()
+    # A file of its own (my_transformer.py) is named; a notebook's cell is not one.
+    where = f"line {number}"
+    return where + (f" of {os.path.basename(filename)}" if os.path.isfile(filename) else ""), text
+
+
+def _their_line(err: BaseException) -> tuple[str, str]:
+    """('line N', its text) of the deepest frame of `err` that ran the student's code, or
+    ('', '') where none did."""
+    frames = _their_frames(err)
+    return _at(*frames[-1]) if frames else ("", "")
+
+
+def _named(where: str, text: str) -> str:
+    return f"{where} (`{text}`)" if text else where
+
+
+def line_of(err: BaseException) -> str:
+    """' (line N: `the line`)' of the deepest frame of `err` that ran the student's code, or ''
+    where none did."""
+    where, text = _their_line(err)
+    if not where:
+        return ""
+    return f" ({where}: `{text}`)" if text else f" ({where})"
+
+
+# The factories a device slip usually comes from, and the arguments to show them with.
+_FACTORIES = {
+    "arange": "T",
+    "ones": "T, T",
+    "zeros": "T, T",
+    "empty": "T, T",
+    "full": "(T, T), value",
+    "eye": "T",
+    "rand": "T, T",
+    "randn": "T, T",
+    "tensor": "values",
+}
+_FACTORY = re.compile(r"torch\.(" + "|".join(_FACTORIES) + r")\(")
+_MOVED = re.compile(r"\.(to|cuda)\(")
+
+
+def _tensor_argument(frames: list) -> tuple[str | None, _Tensor | None]:
+    """(name, value) of the first tensor argument of the innermost of the student's functions
+    that has one (Q, idx, A): where the tensors they make belong. (None, None) for a function
+    given sizes only (causal_mask(T))."""
+    for frame, _ in reversed(frames):
+        code = frame.f_code
+        for name in code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]:
+            value = frame.f_locals.get(name)
+            if isinstance(value, _Tensor):
+                return name, value
+    return None, None
+
+
+def _made_without_device(frames: list) -> tuple[str, str]:
+    """('line N', its text) of the first line of the student's innermost function, up to the
+    one that failed, that makes a tensor without naming a device; ('', '') where none does."""
+    frame, failed = frames[-1]
+    for number in range(frame.f_code.co_firstlineno, failed + 1):
+        where, text = _at(frame, number)
+        if _FACTORY.search(text) and "device" not in text:
+            return where, text
+    return "", ""
+
+
+def device_failure(exercise: Codes, err: BaseException) -> CheckFailed | None:
+    """A device slip of the student's code in one message: the device asked for, their line and
+    what to write instead; None where `err` is no device slip. It names the line itself, so it
+    is raised without the error's traceback."""
+    frames = _their_frames(err)
+    where, text = _at(*frames[-1]) if frames else ("", "")
+    slip = device_slip(err, text)
+    if slip is None:
+        return None
+    name, tensor = _tensor_argument(frames)
+    at = f" at {_named(where, text)}" if where else ""
+    if slip.absent:
+        what = (
+            f"your code asks for the device {slip.asked!r}{at}, and this runtime has "
+            f"{devices_here()} (PyTorch: {slip.said})."
+        )
+        maker = text
+    else:
+        made, maker = _made_where(slip, frames, text, tensor)
+        inputs = f"{name} is on {_words(shown_device(tensor))}, and " if tensor is not None else ""
+        what = f"your code mixes tensors of two devices{at}: {inputs}{made}."
+        if slip.simulated:
+            what += " (This check runs your function as Colab's GPU would, simulated on this CPU.)"
+    return CheckFailed(
+        f"{exercise}: {what} {_device_fix(name, maker)}", exercise.code("device_mismatch")
+    )
+
+
+def _words(device: str) -> str:
+    return "the CPU" if device == "cpu" else device
+
+
+def _made_where(slip, frames: list, text: str, tensor: _Tensor | None) -> tuple[str, str]:
+    """(what the other device's tensor is and where it was made, the text of that line) of a
+    line that mixes two devices."""
+    inputs = shown_device(tensor) if tensor is not None else None
+    other = next((d for d in slip.mixed if d != inputs), None)
+    on = f" is on {_words(other)}" if other else " is on another device"
+    if slip.asked and (inputs is None or not inputs.startswith(slip.asked.partition(":")[0])):
+        return f"a tensor made there with device={slip.asked!r}{on}", text
+    if other != "cpu":
+        return f"another tensor{on}", ""
+    where, made = _made_without_device(frames) if frames else ("", "")
+    if not where:
+        return f"another tensor{on}", ""
+    if made == text:
+        return f"a tensor made there without device={on}", made
+    return f"a tensor made without device= at {_named(where, made)}{on}", made
+
+
+def _device_fix(name: str | None, text: str) -> str:
+    """What to write instead, with the factory of `text`, the line that made the tensor."""
+    if name is None:
+        return (
+            "Name no device by hand: leave device= out. Given sizes only, your function makes "
+            "its tensors on the CPU, and the model copies them to its own device."
+        )
+    factory = _FACTORY.search(text)
+    example = (
+        f", e.g. torch.{factory[1]}({_FACTORIES[factory[1]]}, device={name}.device)"
+        if factory
+        else ""
+    )
+    moved = f", and .to({name}.device) for .to(...) or .cuda()" if _MOVED.search(text) else ""
+    return (
+        f"Make new tensors where your inputs are, with device={name}.device{example}{moved}: "
+        "then the same code runs on a CPU and on Colab's GPU."
+    )
 
 
 def forbid(exercise: Codes, *rules: Forbidden) -> None:
@@ -369,25 +568,29 @@ def _slips_warned(seen: list) -> list[tuple[str, warnings.WarningMessage]]:
 
 def call(exercise: Codes, fn, *args, **kwargs):
     """Run the student's function, watching for the implementations the exercise forbids; a
-    stub's NotImplementedError becomes a NotDoneYet, any other error a CheckFailed with a hint
-    for the causes it recognises, and so does a warning that names a slip, even when the code
-    ran: its result is wrong or, in a later PyTorch, an error."""
+    stub's NotImplementedError becomes a NotDoneYet, a device slip one message that names the
+    line (device_failure), any other error a CheckFailed with a hint for the causes it
+    recognises, and so does a warning that names a slip, even when the code ran: its result is
+    wrong or, in a later PyTorch, an error."""
     watch = Watch(forbidden(exercise))
     with _warnings_kept() as seen:
         try:
             with watch if watch.rules else nullcontext():
                 result = fn(*args, **kwargs)
-        except NotImplementedError:
-            _refuse_delegation(exercise, watch)
-            raise NotDoneYet(
-                f"{exercise} is not done yet: replace the `raise NotImplementedError(...)` line "
-                "in its cell with your code, run that cell, then run this check again.",
-                exercise.code("not_done"),
-            ) from None
         except CheckFailed:
             raise
         except Exception as err:
             _refuse_delegation(exercise, watch)
+            # Before the stub's NotImplementedError: PyTorch raises one for a device it lacks.
+            slip = device_failure(exercise, err)
+            if slip is not None:
+                raise slip from None
+            if isinstance(err, NotImplementedError):
+                raise NotDoneYet(
+                    f"{exercise} is not done yet: replace the `raise NotImplementedError(...)` "
+                    "line in its cell with your code, run that cell, then run this check again.",
+                    exercise.code("not_done"),
+                ) from None
             warned = tuple(str(w.message) for _, w in _slips_warned(seen))
             name, hint = diagnose_error(err, warned)
             where = line_of(err)

@@ -23,12 +23,18 @@ tensors there. Then, as on CUDA:
 The host's tensors are known by their storage, so views, `param.data = ...` and in-place
 operations stay where their storage is. Entering `other_device()` again inside itself changes
 nothing, so a check that uses it also runs inside a notebook run under it.
+
+`device_slip` reads an error for the other device slip, on any machine: a device named by hand
+that the runtime lacks ("cuda" on a CPU, "mps" off a Mac, "cuda:1" beside one GPU), or one
+operation that mixes two devices, on a real GPU or on the stand-in.
 """
 
 from __future__ import annotations
 
+import re
 import weakref
 from contextlib import contextmanager
+from dataclasses import dataclass
 
 import torch
 from torch.overrides import TorchFunctionMode
@@ -197,3 +203,94 @@ def other_device():
     finally:
         torch.Generator, torch.load = _Generator, _load
         _active = False
+
+
+# PyTorch's words for a device this runtime lacks: a CPU build asked for CUDA, a machine without
+# its driver or GPU, an ordinal past the last GPU, a backend not built in, a name it does not know.
+_ABSENT = re.compile(
+    r"Torch not compiled with CUDA enabled|Found no NVIDIA driver|No CUDA GPUs are available|"
+    r"invalid device ordinal|not linked with support for \w+ devices|MPS backend is supported|"
+    r"device type at start of device string|with arguments from the '(CUDA|MPS)' backend"
+)
+# ... and for one operation given tensors of two devices.
+_MIXED = re.compile(
+    r"on the same device|same device as|different from other tensors on|device type for generator"
+)
+_DEVICE_NAMED = re.compile(
+    r"""device\s*=\s*(?:torch\.device\(\s*)?["']([^"']+)["']"""
+    r"""|\.to\(\s*(?:torch\.device\(\s*)?["']([^"']+)["']"""
+    r"""|torch\.device\(\s*["']([^"']+)["']"""
+    r"|\.(cuda)\(\s*(\d*)\s*\)"
+)
+_DEVICE_WORD = re.compile(r"\b(?:cuda|cpu|mps)(?::\d+)?\b")
+
+
+@dataclass(frozen=True)
+class Slip:
+    """A device slip an error tells: `asked`, the device the code named by hand (None where it
+    named none); `mixed`, the devices one operation was given, or () where the runtime lacks
+    `asked`; `said`, PyTorch's own words; `simulated`, whether the stand-in GPU refused it."""
+
+    asked: str | None
+    mixed: tuple[str, ...]
+    said: str
+    simulated: bool
+
+    @property
+    def absent(self) -> bool:
+        return not self.mixed
+
+
+def device_slip(err: BaseException, line: str) -> Slip | None:
+    """The device slip that `err`, raised by the student's `line` of code, tells, or None."""
+    text = str(err)
+    said = text.strip().splitlines()[0].split(". ")[0] if text.strip() else type(err).__name__
+    asked = _named_in(line)
+    if isinstance(err, DeviceMismatch):
+        return Slip(asked, ("cuda:0", str(HOST)), said, True)  # DEVICE stands for cuda:0
+    if _MIXED.search(text):
+        return Slip(asked, tuple(dict.fromkeys(_DEVICE_WORD.findall(text))), said, False)
+    absent = _ABSENT.search(text)
+    if absent is None or (absent.group(1) and _has(absent.group(1).lower())):
+        return None  # an operator missing on a backend this machine has: not a device slip
+    return Slip(asked or _named_in_error(text), (), said, False)
+
+
+def _named_in(line: str) -> str | None:
+    """The first device other than the CPU that `line` names by hand: device="cuda",
+    .to("mps"), torch.device("cuda:1"), .cuda(), .cuda(1)."""
+    for match in _DEVICE_NAMED.finditer(line):
+        named = match.group(1) or match.group(2) or match.group(3)
+        if match.group(4):
+            named = f"cuda:{match.group(5)}" if match.group(5) else "cuda"
+        if named and named != "cpu":
+            return named
+    return None
+
+
+def _named_in_error(text: str) -> str:
+    found = re.search(r"device string: (\S+)|support for (\w+) devices|'(\w+)' backend", text)
+    named = next((g for g in found.groups() if g), None) if found else None
+    if named:
+        return named.lower()
+    return "mps" if "MPS" in text else "cuda"
+
+
+def _has(device_type: str) -> bool:
+    if device_type == "cuda":
+        return torch.cuda.is_available()
+    return device_type == "mps" and torch.backends.mps.is_available()
+
+
+def devices_here() -> str:
+    """The devices this runtime has, in words: "only the CPU", "the CPU and cuda:0"."""
+    found = [f"cuda:{i}" for i in range(torch.cuda.device_count())]
+    found += ["mps"] if torch.backends.mps.is_available() else []
+    return f"the CPU and {', '.join(found)}" if found else "only the CPU"
+
+
+def shown_device(t: torch.Tensor) -> str:
+    """Where `t` is, as a student reads it: under `other_device()`, cuda:0 for the stand-in GPU."""
+    if _active:
+        return str(HOST) if on_host(t) else "cuda:0"
+    return str(_DEVICE_OF(t))

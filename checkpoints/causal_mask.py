@@ -219,11 +219,11 @@ def leak_demo(attention, T: int = 8, t0: int = 5) -> CheckFailed:
 
     No exercise is graded here, so nothing is watched: the demonstration may use the package's
     mask, which a student's answer to Exercise 2 may not."""
+    name = getattr(attention, "__name__", "this attention")
     try:
-        _leak_test(_reference(T), attention, t0, "the right mask", "this attention")
+        _leak_test(_reference(T), attention, t0, "the right mask", name)
     except CheckFailed as failure:
         return failure
-    name = getattr(attention, "__name__", "this attention")
     raise AssertionError(f"the leak test passed on {name}: it demonstrates nothing")
 
 
@@ -323,8 +323,8 @@ def _leak_test(
             f"changing position {t0} moved the outputs at earlier {named_positions(moved)} by up "
             f"to {earlier:.3g}, though every weight above the diagonal is 0.",
             "reads_the_future",
-            "The kept weights of an earlier row still depend on later scores, as when the mask "
-            "is applied after the softmax: the row was normalised over the future keys too.",
+            "Each earlier row was normalised over the later keys too, as when the mask is "
+            "applied after the softmax.",
         )
     if later == 0.0:
         raise CheckFailed(

@@ -10,30 +10,20 @@ alone, on the code written in it.
 from __future__ import annotations
 
 from transformer_lab import student
-from transformer_lab.catalogue import PIECES, resolve
 from transformer_lab.student import Pieces
 
-from ._core import CheckFailed, grading, quietly
-
-
-def _checkpoints():
-    """name -> the visible checkpoint of each piece's exercise, as the catalogue names it
-    ("attention:exercise_1"). Imported by name, not by an import statement, because grading never
-    runs them (`load` below): the rerun key, which reads a notebook's imports, then regrades a
-    notebook only for the checks of its own exercises."""
-    return {name: resolve(__package__, exercise.checkpoint) for name, exercise in PIECES.items()}
+from ._core import check_again, grading
 
 
 def checked(pieces: Pieces) -> Pieces:
-    """`pieces`, each of the student's that fails its checkpoint again replaced by the course's."""
-    checks = _checkpoints()
+    """`pieces`, each of the student's that fails its checkpoint again (`check_again`, the one
+    re-check that 01-03 ran when they kept it) replaced by the course's. The checkpoint is the
+    one the catalogue names ("attention:exercise_1"), imported by name, not by an import
+    statement, because grading never runs it (`load` below): the rerun key, which reads a
+    notebook's imports, then regrades a notebook only for the checks of its own exercises."""
     for piece in pieces:
-        if not piece.yours:
-            continue
-        try:
-            with quietly():
-                checks[piece.name](piece.fn)
-        except CheckFailed as failure:
+        failure = check_again(piece) if piece.yours else None
+        if failure is not None:
             why = (
                 f"your {piece.exercise.function} ({piece.why}) fails {piece.exercise.title}'s "
                 f"checkpoint again: {failure}"

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from .course import COURSE, COURSE_ENV, GradingError, cell_timeout
 from .engine import autograde as engine
-from .term import canvas, hand_grading, nbgrader_apps, overrides, scores
+from .term import canvas, gradesheet, hand_grading, nbgrader_apps, overrides, scores
 from .term import collect as collecting
 from .term.bundles import bundle_feedback
 from .term.collected import pin_command
@@ -36,7 +36,7 @@ from .term.course_open import Course
 from .term.export import export
 from .term.formgrader import main as formgrader
 from .term.names import namer
-from .term.roster import import_roster
+from .term.roster import dropped, import_roster
 
 
 def add_autograde(commands) -> None:
@@ -158,6 +158,13 @@ def add_reports(commands) -> None:
         help='Canvas\'s gradebook export: its columns of our notebooks, "01_attention (7001)", '
         "head canvas_import.csv from now on, so that it updates those assignments",
     )
+    export.add_argument(
+        "--dropped",
+        choices=gradesheet.DROPPED_CHOICES,
+        default=gradesheet.LEAVE_OUT,
+        help="students no longer on the class list (make roster): left out of the files "
+        "(default), or kept",
+    )
     report = commands.add_parser("class-report", help="the class report of common mistakes")
     report.add_argument(
         "--names",
@@ -190,6 +197,14 @@ def roster_command(args: argparse.Namespace, course: Course) -> None:
     print(f"{rows} students on the roster ({new} new) in {course.layout.gradebook}")
     kept = course.layout.roster.name
     print(f"collect now files notebooks only under them; the list is kept as {kept}")
+    left = dropped(course)
+    if left:
+        with nbgrader_apps.gradebook(course) as gb:
+            named = ", ".join(map(namer(course, gb), left))
+        print(
+            f"no longer on the class list, {len(left)} (their work stays in the gradebook and the "
+            f"course folder; export leaves them out unless --dropped keep): {named}"
+        )
 
 
 def autograde_command(args: argparse.Namespace, course: Course) -> None:
@@ -246,7 +261,7 @@ def override_command(args: argparse.Namespace, course: Course) -> None:
 
 def export_command(args: argparse.Namespace, course: Course) -> None:
     target = (args.to or course.layout.report("grades.csv")).resolve()
-    for line in export(course, target, args.partial, args.canvas_export):
+    for line in export(course, target, args.partial, args.canvas_export, args.dropped):
         print(line)
 
 

@@ -114,6 +114,8 @@ class Outcome:
     repairs: list[str] = field(default_factory=list)
     reason: str = ""
     flags: list[Flag] = field(default_factory=list)  # for a look; never change a score
+    # The earlier release the submission was made from (review.Release as a dict); None: this one.
+    made_from: dict | None = None
     seconds_late: float = 0.0  # past the due date (extension included): the term's, after scoring
     late_penalty: float = 0.0  # points nbgrader's late penalty takes off `score`: the term's too
     # Hand grades over this grading (kept_grades.py): kept, their answers unchanged; written

@@ -24,7 +24,10 @@ import them.
 
 from __future__ import annotations
 
+import os
 import subprocess
+import sys
+from pathlib import Path
 
 from grader.course import ROOT  # the checkout, defined once
 
@@ -49,3 +52,19 @@ def commit_label(length: int = 40) -> tuple[str, bool]:
     commit = git("rev-parse", "HEAD")[:length] or "unknown"
     changed = git("status", "--porcelain", "--untracked-files=no", "--", ".", *MEASURED)
     return commit, bool(changed)
+
+
+def corpus_or_exit(command: str) -> Path:
+    """The verified corpus, found (or downloaded) before `command` starts any work, and named in
+    TRANSFORMER_LAB_DATA, where nothing named it, for the kernels and jobs the command starts.
+    A missing or unreadable corpus stops the command here with one line, what
+    transformer_lab/data.py says to do, and exit status 1: not a job's or a notebook's
+    traceback after minutes of work."""
+    from transformer_lab.data import OVERRIDE_ENV, CorpusError, corpus_path
+
+    try:
+        path = corpus_path()
+    except CorpusError as err:
+        sys.exit(f"{command}: {err}")
+    os.environ.setdefault(OVERRIDE_ENV, str(path))
+    return path

@@ -33,6 +33,7 @@ from . import ROOT, commit_label
 
 BASELINES = ROOT / "data" / "baselines.json"
 WORKDIR = ROOT / "build" / "ablations"
+VOCAB_SIZE = 65  # the corpus's distinct characters (the lecture's protocol)
 
 
 def _sweep_name(name: str, lr: float, seed: int) -> str:
@@ -80,15 +81,19 @@ def sweep_jobs() -> list[tuple]:
     ]
 
 
-def swept(folder: Path, name: str) -> list[dict]:
-    """A variant's kept sweep runs."""
-    from transformer_lab.ablations import SWEEP_RATES, sweep_seeds
+def swept(folder: Path, name: str, unigram: float | None = None) -> list[dict]:
+    """A variant's kept sweep runs; with the unigram's loss, each run's outcome judged again by
+    the rule of this commit (the rule that reads the record)."""
+    from transformer_lab.ablations import SWEEP_RATES, outcome, sweep_seeds
 
-    return [
+    runs = [
         json.loads((folder / _sweep_name(name, lr, seed)).read_text())
         for seed in sweep_seeds(name)
         for lr in SWEEP_RATES
     ]
+    if unigram is None:
+        return runs
+    return [run | {"outcome": outcome(run["val_loss"], unigram, VOCAB_SIZE)} for run in runs]
 
 
 def chosen_rate(folder: Path, name: str) -> float | None:
@@ -130,69 +135,88 @@ def run(budget: str, seeds: list[int], workers: int, folder: Path) -> None:
     )
 
 
-def record(
-    folder: Path, budget: str, seeds: list[int], wall_s: float, commit: str, dirty: bool
-) -> dict:
-    """The ladder as data/baselines.json keeps it: each rung's seeds, and where and at which
-    commit (`commit`, `dirty`: the tree's when training started) it was measured."""
+def _entry(folder: Path, name: str, unigram: float) -> dict:
+    """A variant as the record keeps it: what it changes, its sweep and the rate it chose (the
+    rate its seeds trained at, unless this commit's rule judges the sweep otherwise: then the
+    reading withholds its verdict)."""
+    from transformer_lab.ablations import SWEPT, best_rate
+
+    rung, runs = SWEPT[name], swept(folder, name, unigram)
+    return {
+        "removes": rung.removes,
+        "claim": rung.claim,
+        "lr": best_rate(runs),
+        "warmup": "none" if rung.warmup == 0 else "the course's",
+        "sweep": runs,
+    }
+
+
+def _provenance(seeds: list[int], wall_s: float, commit: str, dirty: bool) -> dict:
+    import torch
+
+    return {
+        "git_commit": commit,
+        "git_dirty": dirty,
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "device": "cpu",
+        "cpu": f"{platform.machine()}, {os.cpu_count()} cores, one torch thread a run",
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+        "seeds": seeds,
+        "wall_seconds": round(wall_s, 1),
+    }
+
+
+def _premise_and_sweep() -> dict:
+    """The sweep's settings with the unigram's loss (a rate that does not beat it stalled), and
+    §2's first-layer statistics at initialization, measured now (seconds)."""
     from transformer_lab import load_corpus
     from transformer_lab.ablations import (
-        LADDER,
-        STABILITY,
         SWEEP_EVAL_EVERY,
         SWEEP_RATES,
         SWEEP_STEPS,
-        SWEPT,
         premise,
         unigram_nats,
     )
 
-    def entry(name: str) -> dict:
-        rung = SWEPT[name]
-        return {
-            "removes": rung.removes,
-            "claim": rung.claim,
-            "lr": chosen_rate(folder, name),
-            "warmup": "none" if rung.warmup == 0 else "the course's",
-            "sweep": swept(folder, name),
-        }
-
-    rungs = {
-        name: entry(name)
-        | {"seeds": {str(s): json.loads((folder / f"{name}-{s}.json").read_text()) for s in seeds}}
-        for name in LADDER
-    }
-    import torch
-
     corpus = load_corpus(device="cpu")
-    sweep = {
-        "rates": list(SWEEP_RATES),
-        "steps": SWEEP_STEPS,
-        "eval_every": SWEEP_EVAL_EVERY,
-        "unigram_nats": unigram_nats(corpus),
-    }
-
     return {
-        "mode": budget,
-        "device_class": "cpu",
-        "provenance": {
-            "git_commit": commit,
-            "git_dirty": dirty,
-            "date": datetime.now(UTC).isoformat(timespec="seconds"),
-            "device": "cpu",
-            "cpu": f"{platform.machine()}, {os.cpu_count()} cores, one torch thread a run",
-            "torch": torch.__version__,
-            "python": platform.python_version(),
-            "seeds": seeds,
-            "wall_seconds": round(wall_s, 1),
+        "sweep": {
+            "rates": list(SWEEP_RATES),
+            "steps": SWEEP_STEPS,
+            "eval_every": SWEEP_EVAL_EVERY,
+            "unigram_nats": unigram_nats(corpus),
         },
-        "sweep": sweep,
-        "rungs": rungs,
-        "swept": {name: entry(name) for name in SWEPT if name not in LADDER},
-        "stability": {f"{norm}, {warmup}": name for (norm, warmup), name in STABILITY.items()},
         "premise": [
             premise(corpus, init, scaled) for init in ("lab", "unit") for scaled in (True, False)
         ],
+    }
+
+
+def record(
+    folder: Path, budget: str, seeds: list[int], wall_s: float, commit: str, dirty: bool
+) -> dict:
+    """The ladder as data/baselines.json keeps it: each rung's sweep, rate and seeds, the
+    variants only swept, §6's grid, §2's premise, and where and at which commit (`commit`,
+    `dirty`: the tree's when training started) it was measured."""
+    from transformer_lab.ablations import LADDER, STABILITY, SWEPT
+
+    def seed_runs(name: str) -> dict:
+        return {str(s): json.loads((folder / f"{name}-{s}.json").read_text()) for s in seeds}
+
+    measured = _premise_and_sweep()
+    unigram = measured["sweep"]["unigram_nats"]
+    return {
+        "mode": budget,
+        "device_class": "cpu",
+        "provenance": _provenance(seeds, wall_s, commit, dirty),
+        "sweep": measured["sweep"],
+        "rungs": {
+            name: _entry(folder, name, unigram) | {"seeds": seed_runs(name)} for name in LADDER
+        },
+        "swept": {name: _entry(folder, name, unigram) for name in SWEPT if name not in LADDER},
+        "stability": {f"{norm}, {warmup}": name for (norm, warmup), name in STABILITY.items()},
+        "premise": measured["premise"],
     }
 
 

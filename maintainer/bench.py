@@ -69,7 +69,7 @@ from transformer_lab.train import (
     validation_starts,
 )
 
-from . import ROOT, commit_label
+from . import ROOT, commit_label, corpus_or_exit
 
 DOCS = ROOT / "docs" / "bench"
 BASELINES = ROOT / "data" / "baselines.json"
@@ -748,6 +748,7 @@ def main(argv: list[str] | None = None) -> None:
         help="validation batches timed per row of 04's and round (default: the quick budget's)",
     )
     args = parser.parse_args(argv)
+    corpus_or_exit("python -m maintainer.bench")
     configure_cpu_threads()
     run_bench(
         steps=args.steps,

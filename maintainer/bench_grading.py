@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import argparse
 import statistics
 import tempfile
 import time
@@ -27,6 +28,7 @@ from grader.engine import autograde as grading
 from grader.outcome import Status
 from grader.term import collect
 from grader.term.course_open import Course
+from maintainer import corpus_or_exit
 from maintainer.fabricated_class import (
     WRONG_ATTENTION,
     fabricate,
@@ -149,7 +151,10 @@ def where_the_time_goes(course: Path, student: str, seconds: dict[str, float]) -
         print(f"  {name:<16} {job:5.1f}s {outside:13.1f}s {imports:7.1f}s {others:11.1f}s")
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.parse_args(argv)
+    corpus_or_exit("python -m maintainer.bench_grading")  # every graded notebook reads it
     from distributed import LocalCluster
 
     with tempfile.TemporaryDirectory() as tmp:

@@ -33,7 +33,7 @@ from pathlib import Path
 
 from transformer_lab.runtime import resolve_mode
 
-from . import ROOT, commit_label, fresh_runtime, notebook_build
+from . import ROOT, commit_label, corpus_or_exit, fresh_runtime, notebook_build
 from .core_minutes import ONE_CORE, SHOWN, WORD, Shown, cell_digest, core_code_cells
 
 TABLE_RULE = re.compile(r"^\|[-:| ]+\|$", re.MULTILINE)  # a Markdown table's |---|---| line
@@ -178,6 +178,7 @@ def main(argv: list[str] | None = None) -> None:
         names = ", ".join(p.stem for p in every)
         parser.error(f"no such notebook: {', '.join(unknown)}; solutions/ has {names}")
     paths = [p for p in every if p.stem in wanted]
+    corpus_or_exit("python -m maintainer.core_measurements")  # the notebooks read it
     out = args.out or (SHOWN if args.what == "shown" else ONE_CORE)
     measure = measure_shown if args.what == "shown" else measure_one_core
     record = measure(paths, out)

@@ -34,7 +34,7 @@ import argparse
 import hashlib
 import json
 import re
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
 from transformer_lab.catalogue import TRAINING_NOTEBOOK
@@ -76,6 +76,14 @@ START_STATED = (
     ),
     (10, "at the end, Runtime → Disconnect and delete runtime, confirmed"),
 )
+# A notebook that tells the student to open the next one early hides that one's runtime start
+# behind its own time. "While you work here" (in a notebook's last exercise): the start's
+# waits, Colab loading the notebook and connecting a runtime (START_WAITS, of START_STATED), the
+# kernel's start and the setup cell; the clicks stay counted. "While it trains" (04's training):
+# the whole start and the next notebook's Drive consent, up to the training's length on that path.
+WHILE_READING = re.compile(r"\*\*Next, while you work here:\*\* open notebook (\d\d)")
+WHILE_TRAINING = re.compile(r"\*\*Next, while it trains:\*\* open notebook (\d\d)")
+START_WAITS = (10, 20)
 # A T4 peaks at 65 TFLOP/s in fp16 on its tensor cores; a d_model-128 model's small matrices, the
 # per-step kernel launches and the LSTM's 128 sequential steps keep it to a few per cent of that.
 T4_SUSTAINED_FLOPS = 2e12
@@ -440,14 +448,17 @@ class Estimate:
     lecture: int | None
     compute: Compute = field(default_factory=lambda: Compute(0.0, 0.0))
     start_s: float = 0.0
+    # Seconds of the opening hidden behind the notebook before, which opened this one early
+    # (T4 path, CPU path): WHILE_READING, WHILE_TRAINING.
+    hidden: tuple[float, float] = (0.0, 0.0)
 
     @property
     def minutes_t4(self) -> float:
-        return self.path.minutes + (self.start_s + self.compute.t4_s) / 60
+        return self.path.minutes + (self.start_s + self.compute.t4_s - self.hidden[0]) / 60
 
     @property
     def minutes_cpu(self) -> float:
-        return self.path.minutes + (self.start_s + self.compute.cpu_s) / 60
+        return self.path.minutes + (self.start_s + self.compute.cpu_s - self.hidden[1]) / 60
 
     @property
     def held(self) -> bool:
@@ -504,7 +515,35 @@ def totals(rows: list[Estimate]) -> tuple[float, float]:
 
 def estimates(measured: Measured | None = None) -> list[Estimate]:
     measured = measured or Measured.now()
-    return [e for p in sources() for e in estimates_of(p, measured)]
+    rows = [e for p in sources() for e in estimates_of(p, measured)]
+    return opened_early(rows, sources(), measured)
+
+
+def opened_early(rows: list[Estimate], paths: list[Path], measured: Measured) -> list[Estimate]:
+    """`rows` with the opening of each notebook that the one before tells the student to open
+    early (in its shown markdown) partly hidden behind that one's time (WHILE_READING,
+    WHILE_TRAINING)."""
+    start = measured.start
+    waits = sum(START_WAITS) + start["kernel_start_s"] + start["setup_cell_s"]
+    whole = start_seconds(start) + DRIVE_PROMPT_MINUTES * 60
+    rows = list(rows)
+    for path in paths:
+        shown = FOLD.sub("", "\n".join(_markdown(path)))
+        compute = next((e.compute for e in rows if e.name == path.stem and e.compute.cpu_s), None)
+        early = [(n, (waits, waits)) for n in WHILE_READING.findall(shown)]
+        if compute is not None:
+            during = (min(whole, compute.t4_s), min(whole, compute.cpu_s))
+            early += [(n, during) for n in WHILE_TRAINING.findall(shown)]
+        for number, hidden in early:
+            for i, e in enumerate(rows):
+                if e.name.startswith(f"{number}_") and e.exercise == OPENING:
+                    rows[i] = replace(e, hidden=hidden)
+    return rows
+
+
+def _markdown(path: Path) -> list[str]:
+    cells = source_notebook(path).cells
+    return [c.source for c in cells if c.cell_type == "markdown"]
 
 
 def overruns(rows: list[Estimate]) -> list[str]:
@@ -527,6 +566,12 @@ def overruns(rows: list[Estimate]) -> list[str]:
     return found
 
 
+def _start_cell(e: Estimate) -> str:
+    if not any(e.hidden):
+        return f"{e.start_s:.0f} s"
+    return f"{e.start_s:.0f} s ({e.hidden[0]:.0f} / {e.hidden[1]:.0f} s hidden)"
+
+
 def _minutes_cell(minutes: float, limit: float | None) -> str:
     return f"{minutes:.1f}" if limit is None or minutes <= limit else f"**{minutes:.1f}**"
 
@@ -542,7 +587,7 @@ def _row(e: Estimate) -> str:
     return (
         f"| `{e.name}` | {e.exercise} | {p.words:,} | {p.hint_words} | {p.lines_read} | "
         f"{p.lines_written} | {p.prompts} | {p.answers} | {p.printed_words} | {p.figures} | "
-        f"{p.tables} | {p.checkpoints} | {p.drive_prompts} | {e.start_s:.0f} s | {cpu} | "
+        f"{p.tables} | {p.checkpoints} | {p.drive_prompts} | {_start_cell(e)} | {cpu} | "
         f"{e.compute.t4_s:,.0f} s | {_minutes_cell(e.minutes_t4, e.limit_t4 if held else None)} | "
         f"{_minutes_cell(e.minutes_cpu, e.limit_cpu if held else None)} | {limits} |"
     )
@@ -678,6 +723,11 @@ The count, and the rate of each part:
     --no-deps` building the package in isolation as Colab's pip does, its build backend
     installed afresh), {setup:.1f} s, both measured by `maintainer/fresh_runtime.py` from local
     copies (their downloads are in the line above), the median of {repeats}: {measured_where};
+  - **hidden** (T4 / CPU path): where the notebook before says to open this one early, the
+    part of its start that passes while the student is busy there. "While you work here" (the
+    last exercise of 01-03): Colab loading the notebook and connecting, the kernel's start and
+    the setup cell; the clicks still count. "While it trains" (04's training): the whole start
+    and the Drive consent, up to the training's length on that path;
 - **compute**, CPU path: the notebook's compute at the mode `auto` picks on a CPU (`{cpu_mode}`);
   for `{training}`, one seed's training of the mini-GPT and the LSTM and the rest of the
   notebook. From, by notebook (the table says which):

@@ -16,6 +16,7 @@ look (on Colab, the package index).
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
 import os
@@ -29,7 +30,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from . import ROOT, commit_label, notebook_build
+from . import ROOT, commit_label, corpus_or_exit, notebook_build
 from .setup_cell import workshop_setup
 
 REF = "v-fresh-runtime-test"
@@ -192,7 +193,10 @@ def recorded() -> dict:
     return json.loads(MEASURED.read_text(encoding="utf-8"))
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.parse_args(argv)
+    corpus_or_exit("python -m maintainer.fresh_runtime")  # a runtime is handed the corpus
     result = measure()
     MEASURED.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     print(json.dumps(result, indent=2))

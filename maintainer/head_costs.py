@@ -5,7 +5,8 @@ the model file a run recorded, as notebook 05 measures it, for the runs whose pi
 before 05 switched heads off (the full budget's, whose training takes hours on a CPU) keeps its
 model, so its head costs are measured here on that model instead of training it again. They go
 into the run's results with where and at which commit they were measured, since that is not the
-run's own commit.
+run's own commit, and how a head was switched off ("ablation": "mean", transformer_lab/heads.py);
+`--again` measures a run's recorded costs anew, as after a change to how heads are switched off.
 
     python -m maintainer.head_costs              # every recorded run with a model and no costs
     python -m maintainer.head_costs --run full/cpu --again
@@ -73,8 +74,8 @@ def main(argv: list[str] | None = None, out: Path = BASELINES) -> list[str]:
     ]
     for key in chosen:
         runs[key]["results"][RECORD_KEY] = measured = measure(runs[key], out.parent)
-        worst = max(max(layer) for layer in measured["costs"])
-        print(f"{key}: {measured['nats']:.3f} nats/char, costliest head off {worst:+.3f}")
+        costliest = ", ".join(f"{max(layer):+.3f}" for layer in measured["costs"])
+        print(f"{key}: {measured['nats']:.3f} nats/char, costliest head off by layer {costliest}")
     if chosen:
         validate(baselines)
         write_atomically(baselines, out)

@@ -39,7 +39,8 @@ from grader.engine.autograde import isolation
 from grader.term import errata
 from grader.term.course_open import Course
 from grader.term.nbgrader_apps import release, staged
-from grader.term.settings import starting_file
+from grader.term.settings import publish_url as kept_publish_url
+from grader.term.settings import published_folder, starting_file, with_publish_url
 from transformer_lab.hand_in import YOUR_ANSWER, YOUR_CODE
 
 from . import ROOT
@@ -92,14 +93,14 @@ def publish_colab_url(publish_url: str, name: str) -> str:
 
 def _published_folder(publish_url: str) -> str:
     """ORG/REPO/blob/BRANCH[/FOLDER] of a publish URL, or ValueError saying what to give."""
-    where = publish_url.strip().rstrip("/").removeprefix("https://").removeprefix("http://")
-    if not where.startswith("github.com/") or "/blob/" not in where:
+    where = published_folder(publish_url)
+    if where is None:
         raise ValueError(
             f"--publish-url {publish_url!r}: give the GitHub folder the published notebooks are "
             "pushed to, as github.com/ORG/REPO/blob/BRANCH (a Drive folder has no address to "
             "link: leave it out and share the notebooks from Drive)"
         )
-    return where.removeprefix("github.com/")
+    return where
 
 
 def published_wheel(publish_url: str | None) -> str:
@@ -134,23 +135,35 @@ HAND_IN_HEADING = """## Before you hand in
 
 Run the next cell when you are done: it reads this notebook as the grader will read it, runs each
 check again, and says whether the file is ready to hand in, or what to fix first."""
-HAND_IN = """#@title Before you hand in: run this cell last, then download the notebook
+HAND_IN = """{title}
 from checkpoints.hand_in import before_you_hand_in
 
-# The graded cells of this notebook as handed out, which the grader expects: your code, your
+# {about}: your code, your
 # written answers and the checks (their code, as the grader runs it).
 before_you_hand_in(
     "{name}",
     {{
 {cells}
-    }},
+    }},{workshop}
 )"""
+# The workshop's (self-study) flavour ends with the same check, handing nothing in: it says
+# whether every exercise is done and passes its check, the visible checks alone.
+COMPLETE_HEADING = """## Is this notebook complete?
+
+Run the next cell when you are done: it reads this notebook, runs each check again, and says
+whether every exercise is done, or what to fix first."""
+HAND_IN_TITLE = "#@title Before you hand in: run this cell last, then download the notebook"
+HAND_IN_ABOUT = "The graded cells of this notebook as handed out, which the grader expects"
+COMPLETE_TITLE = "#@title Is this notebook complete? Run this cell last"
+COMPLETE_ABOUT = "The cells of this notebook's exercises, as the grader of the course expects"
 
 
-def _hand_in_cells(nb, name: str) -> list:
-    """The hand-in check, before the closing cell of a graded notebook: a heading of its own (a
-    folded "After the lab" above never hides it), and its cell, with the graded cells it expects
-    written into its call (checkpoints/hand_in.py): from this build, as the release is."""
+def _hand_in_cells(nb, name: str, graded: bool = True) -> list:
+    """The hand-in check, before the closing cell of a notebook: a heading of its own (a folded
+    "After the lab" above never hides it), and its cell, with the graded cells it expects
+    written into its call (checkpoints/hand_in.py): from this build, as the release is, the
+    hidden tests cleared as nbgrader clears them. `graded` False: the workshop's, which hands
+    nothing in."""
     import nbformat
     from nbgrader.preprocessors import ClearHiddenTests
 
@@ -166,9 +179,15 @@ def _hand_in_cells(nb, name: str) -> list:
         f"        {json.dumps(grade_id)}: {json.dumps(what, ensure_ascii=False)},"
         for grade_id, what in expected.items()
     )
+    if graded:
+        heading, title, about, workshop = HAND_IN_HEADING, HAND_IN_TITLE, HAND_IN_ABOUT, ""
+    else:
+        heading, title, about = COMPLETE_HEADING, COMPLETE_TITLE, COMPLETE_ABOUT
+        workshop = "\n    graded=False,"
+    code = HAND_IN.format(title=title, about=about, name=name, cells=cells, workshop=workshop)
     return [
-        nbformat.v4.new_markdown_cell(HAND_IN_HEADING),
-        nbformat.v4.new_code_cell(HAND_IN.format(name=name, cells=cells), metadata=dict(FORM)),
+        nbformat.v4.new_markdown_cell(heading),
+        nbformat.v4.new_code_cell(code, metadata=dict(FORM)),
     ]
 
 
@@ -282,12 +301,19 @@ def _solution_fold(source: str, nbformat):
     )
 
 
-def workshop_notebook(source_nb):
-    """Stubs and visible checks (nbgrader's preprocessors), a folded solution under each check."""
+def workshop_notebook(source_nb, name: str | None = None):
+    """Stubs and visible checks (nbgrader's preprocessors), a folded solution under each check,
+    and before the closing cell the check of whether the notebook is complete. `name`: the
+    notebook's (NN_topic), else found from its cells' ids."""
     import nbformat
     from nbgrader.preprocessors import ClearHiddenTests, ClearSolutions
 
     nb = copy.deepcopy(source_nb)
+    name = name or _name_of(nb)
+    complete = _hand_in_cells(nb, name, graded=False)
+    for i, cell in enumerate(complete):
+        cell.id = f"{name[:2]}-complete{i}"
+    nb.cells[-1:-1] = complete  # before the closing cell
     solutions = {
         cell.id: cell.source
         for cell in nb.cells
@@ -311,6 +337,13 @@ def workshop_notebook(source_nb):
         raise ValueError("a solution cell has no checkpoint cell after it")
     nb.cells = cells
     return nb
+
+
+def _name_of(source_nb) -> str:
+    """The solutions file a source notebook was built from, by its cells' ids (NN-000)."""
+    number = source_nb.cells[0].id.partition("-")[0]
+    (name,) = [path.stem for path in sources() if path.stem[:2] == number]
+    return name
 
 
 def write(nb, path: Path) -> None:
@@ -381,6 +414,7 @@ def build(
     unknown = sorted(set(only or ()) - set(known))
     if unknown:
         raise GradingError(f"no solutions/{unknown[0]}.py: the notebooks are {', '.join(known)}")
+    publish_url = publish_url_for(Layout(Path(course)), publish_url)
     graded = {}
     for path in sources():
         if only and path.stem not in only:
@@ -388,7 +422,7 @@ def build(
         # The graded flavours' header differs from the workshop's: it never links notebooks/.
         graded[path.stem] = source_notebook(path, graded=True, publish_url=publish_url)
         if notebooks_dir is not None:
-            workshop = workshop_notebook(source_notebook(path))
+            workshop = workshop_notebook(source_notebook(path), path.stem)
             write(workshop, Path(notebooks_dir) / f"{path.stem}.ipynb")
     if notebooks_dir is not None:  # beside this file, in a checkout or in a drift check's copy
         colab = Path(notebooks_dir).parent / "maintainer" / f"{COLAB_PIPELINE.stem}.ipynb"
@@ -399,7 +433,40 @@ def build(
         for name, nb in graded.items():
             write(nb, Layout(Path(course)).notebook("source", name))
         return said
-    return said + release_course(Layout(Path(course)), graded, publish_url, **release_options)
+    done = release_course(Layout(Path(course)), graded, publish_url, **release_options)
+    return done if done == unchanged(graded) else said + done
+
+
+def publish_url_for(layout: Layout, given: str | None) -> str | None:
+    """The publish URL a release builds with: the one given, else the one course.toml keeps
+    (written by the first release given one), so that a release never changes the published
+    notebooks' badge and setup cell by leaving it out. Where none was ever kept and publish/
+    carries badges (built before course.toml kept it), refused in one line."""
+    if given:
+        return given
+    kept = kept_publish_url(layout)
+    if kept:
+        return kept
+    badge = _badge_opens(layout)
+    if badge:
+        raise GradingError(
+            f"release refused: the published notebooks' Colab badge opens {badge}, and no "
+            "publish URL is given or kept in course.toml; give it once, `make release "
+            f"PUBLISH_URL={badge}`, and course.toml keeps it for every later release (to publish "
+            f"without a badge, remove {layout.step('publish')} first). {UNCHANGED}"
+        )
+    return None
+
+
+def _badge_opens(layout: Layout) -> str | None:
+    """The publish URL that a published notebook's Colab badge opens (github.com/ORG/REPO/blob/
+    BRANCH[/FOLDER]); None where publish/ holds no badge."""
+    opens = re.compile(rf"\({re.escape(COLAB)}/github/(\S+)/[^/\s]+\.ipynb\)")
+    for path in sorted(layout.step("publish").glob("*.ipynb")):
+        found = opens.search(path.read_text(encoding="utf-8"))
+        if found:
+            return f"github.com/{found[1]}"
+    return None
 
 
 def release_course(
@@ -417,6 +484,10 @@ def release_course(
     try:
         with staged(layout) as staging:
             done = _release_staged(staging, graded, publish_url, errata_route, sandboxed)
+            if _changes_nothing(staging, graded, done[0]):
+                raise _Unchanged  # leaves the staging folder, swapping nothing in
+    except _Unchanged:
+        return unchanged(graded)
     except KeyboardInterrupt:
         raise GradingError(f"release interrupted (Ctrl-C). {UNCHANGED}") from None
     except GradingError as err:
@@ -431,6 +502,35 @@ def release_course(
 
 
 UNCHANGED = "Nothing in the course folder was changed."
+
+
+def unchanged(names) -> list[str]:
+    """What a release that changes nothing says."""
+    return [f"{name}: unchanged since the last release; nothing written" for name in names]
+
+
+class _Unchanged(Exception):
+    """A release that would write what the course folder holds already: nothing is swapped in."""
+
+
+def _changes_nothing(staging, graded: dict, changes: list) -> bool:
+    """Whether the staged release is the course's, file for file and byte for byte (the
+    gradebook aside, which nbgrader writes again either way), and the gradebook knows each
+    notebook with its graded cells as they are."""
+    known = {c.notebook for c in changes if not c.graded}
+    if known != set(graded):
+        return False
+    parts = [(mine, staged) for mine, staged in staging.parts if mine != staging.course.gradebook]
+    return all(_files(mine) == _files(staged) for mine, staged in parts)
+
+
+def _files(path: Path) -> dict[str, bytes] | None:
+    """A file's bytes, or a folder's files by their path in it; None where there is nothing."""
+    if path.is_file():
+        return {"": path.read_bytes()}
+    if not path.is_dir():
+        return None
+    return {str(f.relative_to(path)): f.read_bytes() for f in path.rglob("*") if f.is_file()}
 
 
 def _release_staged(staging, graded: dict, publish_url, errata_route: str, sandboxed: bool):
@@ -449,13 +549,24 @@ def _release_staged(staging, graded: dict, publish_url, errata_route: str, sandb
         staging.take_notebook(change.notebook, change.submissions)
     carried = errata.set_aside(stage, rebuilt)
     release(stage, names)
+    errata.keep_history(staging, names)
     publish(names, stage.root, publish_url)
     started = time.monotonic()
     outcomes = errata.regrade(stage, rebuilt, carried, sandboxed=sandboxed)
     seconds = time.monotonic() - started
-    if not stage.settings.is_file():
-        stage.settings.write_text(starting_file(), encoding="utf-8")
+    _keep_settings(stage, publish_url)
     return changes, outcomes, carried, seconds, isolated
+
+
+def _keep_settings(stage: Layout, publish_url: str | None) -> None:
+    """A commented course.toml where there is none; the publish URL built with kept in it, so
+    that a later release without one rebuilds the same published notebooks. A course.toml that
+    keeps it already is left byte for byte as it is."""
+    path = stage.settings
+    text = path.read_text(encoding="utf-8") if path.is_file() else starting_file()
+    kept = with_publish_url(text, publish_url) if publish_url else text
+    if kept != text or not path.is_file():
+        path.write_text(kept, encoding="utf-8")
 
 
 def drift() -> list[str]:

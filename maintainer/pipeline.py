@@ -58,7 +58,7 @@ from transformer_lab.runtime import (
 )
 from transformer_lab.saving import TRAINED_GPT, sha256
 
-from . import ROOT, commit_label, notebook_build
+from . import ROOT, commit_label, corpus_or_exit, notebook_build
 from .kernels import PipelineKernelManager, Relay
 
 BASELINES = ROOT / "data" / "baselines.json"
@@ -370,6 +370,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     args = parser.parse_args(argv)
     seeds = [int(s) for s in args.seeds.split(",")] if args.seeds else None
+    corpus_or_exit("regenerate-baselines stopped")
     try:
         run = run_pipeline(
             args.mode,

@@ -13,6 +13,7 @@ declared in pyproject.toml), and the setup cell points $TRANSFORMER_LAB_BASELINE
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import shutil
@@ -96,10 +97,10 @@ def build_wheel(out_dir: Path) -> Path:
     return wheel
 
 
-def main() -> None:
-    if len(sys.argv) != 2:
-        sys.exit("usage: python -m maintainer.student_package DIR")
-    print(f"built {build_wheel(Path(sys.argv[1]))}")
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("dir", type=Path, help="the folder to build the wheel in")
+    print(f"built {build_wheel(parser.parse_args(argv).dir)}")
 
 
 if __name__ == "__main__":

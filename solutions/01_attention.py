@@ -26,7 +26,7 @@ RESULTS = None  # and a JSON path that collects the measurements
 # %% tags=["parameters"]
 MODE = "auto"  # auto | full | quick | smoke | grade: how much compute the notebook spends
 DEVICE = "auto"  # auto | cpu | cuda | mps
-USE_DRIVE = True  # on Colab, keep your code in your Google Drive; to decline: USE_DRIVE = False
+USE_DRIVE = True  # on Colab, keep your code in your Google Drive; set it to False to decline
 
 # %% cellView="form"
 # @title Imports, the device and your Drive (on Colab, Google asks for your consent here)
@@ -152,6 +152,11 @@ from checkpoints import attention_hidden as hidden
 
 hidden.exercise_1(scaled_dot_product_attention)
 ### END HIDDEN TESTS
+
+# %% [markdown]
+# **Next, while you work here:** open notebook 02 in a new tab now and run its first two cells
+# (the parameters and the setup, where Google asks for your Drive); its runtime starts while you
+# finish this one.
 
 # %% [markdown]
 # ## Why divide by $\sqrt{d_k}$?
@@ -298,8 +303,12 @@ for d_k in ROW_D_K:
 #
 # <details><summary>And after training?</summary>
 #
-# Measured in notebook 04's "After the lab", section "The ablation ladder", row `no_scaling`:
-# the mini-GPT trained without the 1/√d_k, on the full model's seeds.
+# Notebook 04's "After the lab" measures it where §2's premise holds: the lab's mini-GPT starts
+# with small weights (std 0.02), so its unscaled scores start with a spread far below
+# $\sqrt{d_k}$ and its softmax starts even with or without the scale; the ladder's row
+# `no_scaling` therefore cannot show the saturation. The pair trained from q and k with
+# unit-variance coordinates, under the ladder, can: it records the spread, the entropy of the
+# rows and the gradient reaching $W_Q$ at initialization, and the loss each trains to.
 #
 # </details>
 #

@@ -8,9 +8,10 @@
 #
 # Teacher forcing makes all $T$ predictions in one forward pass, each scored against the next
 # token. A model that reads ahead drives the training loss towards zero and is useless for
-# generation, where the next token does not exist yet. **After the lab**: what self-attention
-# reads without a mask, the leak that a look at the triangle misses (a mask applied *after* the
-# softmax), and questions to check yourself. The **Optional** section: padding masks, and what
+# generation, where the next token does not exist yet. Exercise 2 opens with the leak test
+# failing on a leak that a look at the triangle misses (a mask applied *after* the softmax).
+# **After the lab**: what self-attention reads without a mask, that leak position by position,
+# and questions to check yourself. The **Optional** section: padding masks, and what
 # to do with a query that may read nothing. The first cell says whose attention runs here.
 #
 # Your attention is the one kept when notebook 01's checkpoint passed (on Colab in your Google
@@ -29,7 +30,7 @@ RESULTS = None  # and a JSON path that collects the measurements
 # %% tags=["parameters"]
 MODE = "auto"  # auto | full | quick | smoke | grade: how much compute the notebook spends
 DEVICE = "auto"  # auto | cpu | cuda | mps
-USE_DRIVE = True  # on Colab, your code travels in your Google Drive; to decline: USE_DRIVE = False
+USE_DRIVE = True  # on Colab, your code travels in your Google Drive; set it to False to decline
 
 # %% cellView="form"
 # @title Imports, the device and your Drive (on Colab, Google asks for your consent here)
@@ -57,14 +58,33 @@ pieces = yours.load(USE_DRIVE, notebook="02")  # your attention of 01, else the 
 # $$M_{t,i} = \begin{cases} 0 & i \le t \\ -\infty & i > t \end{cases}, \qquad
 #   A = \mathrm{softmax}\!\left(\frac{Q K^\top}{\sqrt{d_k}} + M\right) \quad (6)$$
 #
-# Write `causal_mask(T)`: shape `(T, T)`, dtype `torch.bool`, entry `[t, i]` `True` when
-# $i \le t$ (query $t$ may read key $i$; rows are queries, columns keys).
-#
-# **Not allowed:** `tl.causal_mask` and `nn.Transformer.generate_square_subsequent_mask` (the
-# checkpoint watches the calls your code makes, an alias too).
-#
-# Its checkpoint is the **leak test**: changing a later input must leave every earlier output
-# exactly unchanged. Your mask is then kept for 03–06.
+# Its checkpoint is the **leak test**: change a later input, and no earlier output may move at
+# all. Before you write yours, here is what it catches: the right mask, applied after the softmax.
+
+
+# %% [markdown]
+# **Next, while you work here:** open notebook 03 in a new tab now and run its first two cells
+# (the parameters and the setup, where Google asks for your Drive); its runtime starts while you
+# finish this one.
+
+
+# %% cellView="form" nbgrader={"grade": false, "grade_id": "ex2_leak_demo", "locked": true, "solution": false, "schema_version": 3}
+# @title The leak test fails, as it should: softmax over every key, then the future zeroed
+def softmax_then_zero(Q, K, V, allowed):
+    """The bug: softmax over every key, then zero the forbidden weights."""
+    A = torch.softmax(Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1]), dim=-1) * allowed
+    return A @ V, A
+
+
+failure = check.leak_demo(softmax_then_zero)  # the leak test, with the right mask
+assert failure.code == "ex2.reads_the_future", failure  # the leak, not some other failure
+print(failure)
+
+# %% [markdown]
+# Now write `causal_mask(T)`: shape `(T, T)`, dtype `torch.bool`, entry `[t, i]` `True` when
+# $i \le t$ (query $t$ may read key $i$; rows are queries, columns keys). **Not allowed:**
+# `tl.causal_mask` and `nn.Transformer.generate_square_subsequent_mask`. Your mask is then kept
+# for 03–06.
 #
 # <details><summary>Why a bool mask</summary>
 #
@@ -75,6 +95,7 @@ pieces = yours.load(USE_DRIVE, notebook="02")  # your attention of 01, else the 
 # `scores.masked_fill(~allowed, float("-inf"))`. A bool tensor states its meaning ("may read")
 # and cannot be added to the scores by accident; in this lab `True` always means *may read*.
 # After the leak test the checkpoint compares your mask with the reference for several $T$.
+# It watches the calls your code makes: a mask that is not allowed, or an alias of it, fails.
 #
 # </details>
 #
@@ -151,25 +172,10 @@ print("row sums with your mask:", A.sum(-1))
 # %% [markdown]
 # ### What the leak test sees that the triangle does not
 #
-# An attention step can take the right mask and still read the future: softmax over every key
-# first, then zero the forbidden weights. The triangle looks right, but each kept weight was
-# normalised over the future keys too. The leak test compares earlier *outputs*, so it fails.
-
-
-# %%
-def softmax_then_zero(Q, K, V, allowed):
-    """The bug: softmax over every key, then zero the forbidden weights."""
-    A = torch.softmax(Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1]), dim=-1) * allowed
-    return A @ V, A
-
-
-failure = check.leak_demo(softmax_then_zero)  # the leak test, with the right mask
-assert failure.code == "ex2.reads_the_future", failure  # the leak, not some other failure
-print(f"The leak test fails, as it should:\n{failure}")
-
-# %% [markdown]
-# Position by position: one input changes, at `t0`. With your mask nothing before `t0` moves;
-# with the mask after the softmax, every earlier output does.
+# The mask after the softmax that the leak test caught at the start of Exercise 2 leaves every
+# weight above the diagonal at 0: the triangle looks right, but each kept weight was normalised
+# over the future keys too. Position by position: one input changes, at `t0`. With your mask
+# nothing before `t0` moves; with the mask after the softmax, every earlier output does.
 
 # %%
 g = torch.Generator().manual_seed(4)
@@ -225,8 +231,8 @@ for scores in (torch.tensor([1.0, 1.0, 5.0, 3.0]), torch.tensor([1.0, 1.0, 0.0, 
 # second block of output shows. Position 2's output depends on positions 3 and 4: a leak.
 # Renormalising after zeroing gives back the masked-first row. That is why the leak test changes
 # a later input and compares earlier *outputs*, and does not stop at inspecting the triangle:
-# the failure and the picture of the section "What the leak test sees that the triangle does
-# not" are this bug.
+# the failure at the start of Exercise 2 and the picture of the section "What the leak test
+# sees that the triangle does not" are this bug.
 #
 # </details>
 

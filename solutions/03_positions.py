@@ -24,7 +24,7 @@ RESULTS = None  # and a JSON path that collects the measurements
 # %% tags=["parameters"]
 MODE = "auto"  # auto | full | quick | smoke | grade: how much compute the notebook spends
 DEVICE = "auto"  # auto | cpu | cuda | mps
-USE_DRIVE = True  # on Colab, your code travels in your Google Drive; to decline: USE_DRIVE = False
+USE_DRIVE = True  # on Colab, your code travels in your Google Drive; set it to False to decline
 
 # %% cellView="form"
 # @title Imports, the device and your Drive (on Colab, Google asks for your consent here)
@@ -96,6 +96,11 @@ from checkpoints import positions_hidden as hidden
 
 hidden.exercise_3(embed_with_positions)
 ### END HIDDEN TESTS
+
+# %% [markdown]
+# **Next, while you work here:** open notebook 04 in a new tab now and run its first two cells
+# (the parameters and the setup, where Google asks for your Drive); its runtime starts while you
+# finish this one.
 
 # %% [markdown]
 # ## The model is complete

@@ -5,9 +5,10 @@
 #
 # <details><summary>More</summary>
 #
-# After the exercise, each head is switched off in turn, to test what a map of its weights would
-# suggest. **After the lab**, at the end: the weights of the first and the last layer, one head
-# reading `To be,`, and what such pictures say. As before, the exercise is a
+# After the exercise: the weights of every head of the first and the last layer, your prediction
+# of which head of each layer the model needs most, and then each head switched off in turn, to
+# test what a map of its weights would suggest. **After the lab**, at the end: one head reading
+# `To be,`, and what such pictures say. As before, the exercise is a
 # `# TODO` stub with a folded **hint** above it, and the **checkpoint** under it passes with a ✅
 # line or names the likely mistake.
 #
@@ -23,7 +24,7 @@ RESULTS = None  # and a JSON path that collects the measurements
 # %% tags=["parameters"]
 MODE = "auto"  # auto | full | quick | smoke | grade: how much compute the notebook spends
 DEVICE = "auto"  # auto | cpu | cuda | mps
-USE_DRIVE = True  # on Colab, find your model in your Google Drive; to decline: USE_DRIVE = False
+USE_DRIVE = True  # on Colab, find your model in your Google Drive; set it to False to decline
 
 # %% cellView="form"
 # @title Imports, the device and your Drive (on Colab, Google asks for your consent here)
@@ -85,7 +86,44 @@ hidden.exercise_5(mean_attention_distance)
 ### END HIDDEN TESTS
 
 # %% [markdown]
+# ## The weights of the first and the last layer
+#
+# Every head of the first and the last layer on one 64-character window (brighter: more weight).
+# Look for weight on the diagonal (the last few characters), vertical stripes (one position read
+# by many queries) and weight smeared over the whole past.
+
+# %% cellView="form"
+# @title Every head of the first and the last layer on one window, and its D there
+n_layers, n_heads = model.config.n_layers, model.config.n_heads
+val_start = len(corpus.train)  # the validation split follows the training split
+start = corpus.text.index("\n", val_start + 2_000) + 1 - val_start  # a line start
+shown = corpus.val[start : start + 64][None]  # (1, 64) character ids
+with torch.no_grad():
+    _, A_window = model(shown, return_attention=True)  # (n_layers, 1, n_heads, 64, 64)
+A_window = A_window[:, 0].float().cpu()  # (n_layers, n_heads, 64, 64)
+D_window = mean_attention_distance(A_window)  # (n_layers, n_heads): D of this window
+
+fig, axes = plt.subplots(2, n_heads, figsize=(2.4 * n_heads, 5.0), layout="constrained")
+for row, layer in enumerate((0, n_layers - 1)):
+    for r in range(n_heads):
+        axes[row, r].imshow(A_window[layer, r], cmap="viridis", vmin=0, vmax=1)
+        axes[row, r].set_title(f"layer {layer + 1} · head {r + 1}, D {D_window[layer, r]:.1f}")
+fig.supxlabel("key i")
+fig.supylabel("query t")
+# the text of the window, and the D of a head that spreads its weight evenly over it
+fig.suptitle(f"{corpus.vocab.decode(shown[0])!r}\n(a uniform head: D = {(shown.shape[1] - 1) / 4})")
+plt.show()
+
+# %% [markdown]
 # ## Each head switched off
+#
+# Each head in turn is switched off, its slice of $\bar V$ replaced by its mean over 16
+# validation windows (so later layers still get the inputs they were trained on), and the loss
+# measured again. **Predict first**, in `PREDICTION` (not graded): in the first layer and in the
+# last, which head will cost most, and is it the one of its layer that reads furthest back?
+
+# %%
+PREDICTION = "..."  # e.g. "layer 1: head 2, since ...; layer 4: the furthest reader, since ..."
 
 # %% cellView="form"
 # @title Each head's mean distance D (your function), and the loss with that head switched off
@@ -95,7 +133,7 @@ windows, targets = tl.sample_batch(corpus.val, WINDOWS, T, torch.Generator().man
 with torch.no_grad():
     _, A = model(windows, return_attention=True)  # (n_layers, B, n_heads, T, T)
 distances = mean_attention_distance(A).mean(dim=1).float().cpu()  # (n_layers, n_heads)
-# each head switched off in turn (its slice of V_bar zeroed before W_proj), loss measured again
+# each head switched off in turn (its slice of V_bar set to its mean), loss measured again
 ablation = tl.head_ablation(model, windows, targets)
 plot_head_costs(distances, ablation.costs, T)
 plt.show()
@@ -105,17 +143,25 @@ print(ablation.summary(distances))
 record(RESULTS, {"mean_attention_distance": distances.tolist()} | ablation.record())
 
 # %% [markdown]
-# <details><summary>Which head costs most, and how far back does it read? Is it the one that
-# reads furthest back?</summary>
+# <details><summary>In each layer, which head costs most, and how far back does it read? Is it
+# the one of its layer that reads furthest back? Was your prediction right?</summary>
 #
 # "An attention map explains the prediction" is one of the lecture's gotchas: there are
 # $n_h \times n_\ell$ maps, and the vectors read at layer $\ell$ are already mixtures of many
-# characters. The plot puts the claim to a test. A head that reads far back draws a wide,
-# striking map; if switching it off barely moves the loss, the prediction did not need what it
-# read. A head that reads only the last character or two can be the one the model cannot do
-# without. A map says where a head reads; switching the head off says whether the model needs
-# it. The test has limits of its own: the layers after a head were trained with it on, two heads
-# may each be cheap alone and costly together, and the costs are those of these 16 windows.
+# characters. The plot puts the claim to a test, one layer at a time. A head that reads far back
+# draws a wide, striking map; if switching it off barely moves the loss, the prediction did not
+# need what it read. A head that reads only the last character or two can be the one the model
+# cannot do without. A map says where a head reads; switching the head off says whether the
+# model needs it. Set the printed lines against your `PREDICTION`, layer by layer, and look back
+# at the maps of the heads they name: what would the maps alone have told you?
+#
+# Compare heads within a layer, not across layers: each panel has its own cost axis. A head of
+# the first layer changes what every later layer reads, a head of the last layer only what the
+# output reads, so the costs of two layers are on scales of their own: the costliest head of
+# one layer set against the furthest reader of another says more about the layers than about
+# the heads. The test has limits of its own: the layers after a head were trained with it on,
+# two heads may each be cheap alone and costly together, and the costs are those of these 16
+# windows.
 #
 # </details>
 #
@@ -149,8 +195,8 @@ record(RESULTS, {"mean_attention_distance": distances.tolist()} | ablation.recor
 # is the expected look-back of query $t$. Averaged over the $T$ queries of a window, it gives the
 # **mean attention distance** of the head, in characters, $D$ of Exercise 5.
 #
-# In the cell under "Each head switched off", `return_attention=True` gives $A$ as
-# `(n_layers, B, n_heads, T, T)`.
+# In the cell that switches each head off, under "Each head switched off",
+# `return_attention=True` gives $A$ as `(n_layers, B, n_heads, T, T)`.
 #
 # Two reference values for a 128-character window: a head that reads only the current character
 # scores 0, and a head that spreads its weight evenly over everything it may read scores
@@ -158,7 +204,7 @@ record(RESULTS, {"mean_attention_distance": distances.tolist()} | ablation.recor
 # little to look back on.
 #
 # **Look back.** Which layer holds the heads that read furthest back in your map of distances
-# (the left of the two plots): the first, or the last? Is that what you expected?
+# (the left of the head-cost figure): the first, or the last? Is that what you expected?
 #
 # Layers and heads are numbered from 1 in the map above, as in the lecture; in code, layer 1
 # is index 0.
@@ -167,35 +213,6 @@ record(RESULTS, {"mean_attention_distance": distances.tolist()} | ablation.recor
 # head, for $T = 6$: every query reads only itself ($D = 0$); every query reads only the first
 # character (row $t$ looks back $t$, so $D = 2.5$); row $t$ spreads its weight evenly over keys
 # $0..t$ (row $t$ looks back $t/2$ on average, so $D = 1.25$).
-#
-# ### The weights of the first and the last layer (brighter: more weight)
-#
-# **Look for:** heads whose weight hugs the diagonal (the last few characters), heads with
-# vertical stripes (one position read by many later queries: the text above the maps tells you
-# which character sits there), and heads that smear their weight over the whole past. Then find
-# the costliest head and the one that reads furthest back, if they are among these eight: what
-# would their maps alone have told you?
-
-# %%
-n_layers, n_heads = distances.shape
-val_start = len(corpus.train)  # the validation split follows the training split
-start = corpus.text.index("\n", val_start + 2_000) + 1 - val_start  # a line start
-shown = corpus.val[start : start + 64][None]  # (1, 64) character ids
-with torch.no_grad():
-    _, A_window = model(shown, return_attention=True)  # (n_layers, 1, n_heads, 64, 64)
-A_window = A_window[:, 0].float().cpu()  # (n_layers, n_heads, 64, 64)
-D_window = mean_attention_distance(A_window)  # (n_layers, n_heads): D of this window
-
-fig, axes = plt.subplots(2, n_heads, figsize=(2.4 * n_heads, 5.0), layout="constrained")
-for row, layer in enumerate((0, n_layers - 1)):
-    for r in range(n_heads):
-        axes[row, r].imshow(A_window[layer, r], cmap="viridis", vmin=0, vmax=1)
-        axes[row, r].set_title(f"layer {layer + 1} · head {r + 1}, D {D_window[layer, r]:.1f}")
-fig.supxlabel("key i")
-fig.supylabel("query t")
-# the text of the window, and the D of a head that spreads its weight evenly over it
-fig.suptitle(f"{corpus.vocab.decode(shown[0])!r}\n(a uniform head: D = {(shown.shape[1] - 1) / 4})")
-plt.show()
 
 # %% [markdown]
 # ### Recorded distances and head costs

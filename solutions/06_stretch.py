@@ -19,7 +19,7 @@
 # %% tags=["parameters"]
 MODE = "auto"  # auto | full | quick | smoke | grade: how much compute the notebook spends
 DEVICE = "auto"  # auto | cpu | cuda | mps
-USE_DRIVE = True  # on Colab, find your model in your Google Drive; to decline: USE_DRIVE = False
+USE_DRIVE = True  # on Colab, find your model in your Google Drive; set it to False to decline
 
 # %%
 import time
@@ -346,13 +346,15 @@ with torch.no_grad():
 # Pre-norm. Unrolled, its output is $H^{(0)}$ plus the outputs of all eight sublayers, so
 # $\partial H^{(4)} / \partial H^{(0)}$ contains the identity, untouched by any layer. In
 # post-norm both LayerNorms of each block sit on the main path (Equation 13), so every route
-# from input to output goes through eight normalizations, whose Jacobians rescale the gradient. That is why the
-# original post-norm recipe needs a careful learning-rate warm-up, and in pre-norm the warm-up can
-# be removed (Xiong et al., 2020). The lab's loop keeps a short one anyway (the first 5 % of
-# the steps); both arrangements can be trained well with the right schedule.
+# from input to output goes through eight normalizations, whose Jacobians rescale the gradient.
+# Xiong et al. (2020) found that this is why the original post-norm recipe needs a careful
+# learning-rate warm-up, and that pre-norm trains without one, in deeper models than ours. The
+# lab's loop keeps a short one (the first 5 % of the steps); both arrangements can be trained
+# well with the right schedule.
 #
-# Measured in notebook 04's "After the lab", section "The ablation ladder", rows `post_norm` and
-# `no_warmup`: the mini-GPT trained post-norm, and pre-norm without its warm-up.
+# Whether that holds for the mini-GPT is measured in notebook 04's "After the lab", under the
+# ladder: pre-norm and post-norm, each with and without the warm-up, swept over rates, and read
+# from the rates at which each trains, not from one final loss.
 #
 # </details>
 #

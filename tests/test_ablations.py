@@ -18,6 +18,7 @@ from transformer_lab import ablations
 from transformer_lab.attention import scaled_dot_product_attention
 from transformer_lab.model import GPTConfig, MiniGPT, count_parameters
 from transformer_lab.runtime import BUDGETS, Budget
+from transformer_lab.train import DEFAULT_LR
 
 TINY = Budget("smoke", batch_size=2, steps=3, eval_every=3, eval_batches=1, test_characters=512)
 
@@ -147,23 +148,96 @@ def test_an_interrupted_ladder_resumes_only_with_runs_of_its_own_commit(tmp_path
     assert recorder.kept_runs("quick", "b" * 40, dirty=False) != here  # another commit
     assert recorder.kept_runs("quick", "a" * 40, dirty=True) != here  # edits on top of it
     here.mkdir()
-    row = {"nats": 1.8, "parameters": 1, "train_seconds": 1.0, "recipe": {}}
+    recipe = ablations.FULL.recipe(BUDGETS["quick"], 0.002).as_dict()
+    recipe |= {"dropout": 0.1, "precision": "fp32"}
+    row = {"nats": 1.8, "parameters": 1, "train_seconds": 1.0, "recipe": recipe}
     for name in ablations.LADDER:
         (here / f"{name}-0.json").write_text(json.dumps(row))
+    _kept_sweeps(here)
     ladder = recorder.record(here, "quick", [0], 60.0, "a" * 40, dirty=False)
     assert (ladder["provenance"]["git_commit"], ladder["provenance"]["git_dirty"]) == (
         "a" * 40,
         False,
     )
     assert set(ladder["rungs"]) == set(ablations.LADDER)
+    assert ladder["rungs"]["full"]["lr"] == 0.002  # the best of its sweep, as kept
+    validate({"schema_version": 1, "runs": {}, "ablations": {"quick/cpu": ladder}})
 
 
-def test_the_committed_ladder_was_trained_at_the_commit_of_its_baselines():
-    """Its full rung and the baselines' mini-GPT are one code: the ladder's commit is the run's."""
-    data = json.loads(recorder.BASELINES.read_text())
-    for key, ladder in data.get("ablations", {}).items():
-        run = data["runs"][key]["provenance"]
-        assert ladder["provenance"]["git_commit"] == run["git_commit"], key
+def _kept_sweeps(folder, best=0.002) -> None:
+    """Every sweep run of every variant, as `_one` keeps them: `best` the lowest loss."""
+    for _, name, lr, seed in recorder.sweep_jobs():
+        run = {"lr": lr, "seed": seed, "steps": 3, "val_loss": 2.5 - (lr == best) / 10}
+        run |= {"curve": [], "outcome": "trains", "train_seconds": 1.0}
+        path = folder / recorder._sweep_name(name, lr, seed)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(run))
+
+
+def test_every_variant_is_swept_first_and_each_rung_trains_at_its_own_best_rate(
+    tmp_path, monkeypatch
+):
+    jobs = recorder.sweep_jobs()
+    assert {j[1] for j in jobs} == set(ablations.SWEPT)
+    assert {j[2] for j in jobs} == set(ablations.SWEEP_RATES)
+    assert (
+        max(ablations.SWEEP_RATES) / DEFAULT_LR["gpt"]
+        >= 4
+        <= DEFAULT_LR["gpt"] / min(ablations.SWEEP_RATES)
+    )  # a factor of 4 or more on each side of the course's rate
+    for name in ablations.STABILITY.values():  # §6's grid: two seeds a rate
+        assert {j[3] for j in jobs if j[1] == name} == {0, 1}
+    trained = []
+    monkeypatch.setattr(recorder, "_train", lambda jobs, *a: trained.append(jobs))
+    _kept_sweeps(tmp_path, best=0.008)
+    recorder.run("quick", [0, 1], 2, tmp_path)
+    swept_again, ladder = trained
+    assert swept_again == []  # every sweep run kept
+    assert {(j[1], j[2]) for j in ladder} == {(n, s) for n in ablations.LADDER for s in (0, 1)}
+    assert {j[3] for j in ladder} == {0.008}
+
+
+def test_the_best_rate_is_the_lowest_mean_among_rates_where_every_seed_trains():
+    def run(lr, seed, loss, outcome="trains"):
+        return {"lr": lr, "seed": seed, "val_loss": loss, "outcome": outcome}
+
+    runs = [run(1e-3, 0, 2.4), run(1e-3, 1, 2.4), run(4e-3, 0, 2.2), run(4e-3, 1, 2.3)]
+    assert ablations.best_rate(runs) == 4e-3
+    runs[3] = run(4e-3, 1, 3.5, "stalled")  # one seed that does not train leaves its rate out
+    assert ablations.best_rate(runs) == 1e-3
+    assert ablations.best_rate([run(1e-3, 0, None, "diverged")]) is None
+
+
+def test_a_sweep_run_says_whether_it_trained(corpus, monkeypatch):
+    monkeypatch.setattr(ablations, "SWEEP_STEPS", 3)
+    monkeypatch.setattr(ablations, "SWEEP_EVAL_EVERY", 3)
+    run = ablations.sweep_run(ablations.LADDER["full"], corpus, TINY, 4e-3, 0)
+    assert (run["steps"], run["lr"], run["seed"]) == (3, 4e-3, 0)
+    assert run["outcome"] == "stalled"  # three steps: no better than the unigram yet
+    unigram = ablations.unigram_nats(corpus)
+    assert ablations.outcome(float("nan"), unigram, 65) == "diverged"
+    assert ablations.outcome(None, unigram, 65) == "diverged"
+    assert ablations.outcome(4.2, unigram, 65) == "diverged"  # no better than a uniform guess
+    assert ablations.outcome(unigram - 0.005, unigram, 65) == "stalled"  # on the plateau
+    assert ablations.outcome(2.0, unigram, 65) == "trains"
+    assert 3.0 < ablations.unigram_nats(corpus) < math.log(65)
+
+
+def test_the_scale_s_premise_is_measured_at_both_initializations(corpus):
+    at = {
+        (init, scaled): ablations.premise(corpus, init, scaled)
+        for init in ("lab", "unit")
+        for scaled in (True, False)
+    }
+    d_k, d_model = 32, 128
+    # q.k of two vectors of d_k coordinates each of variance v has a spread of sqrt(d_k) * v
+    lab_var = d_model * 0.02**2
+    assert at["lab", False]["score_std"] == pytest.approx(math.sqrt(d_k) * lab_var, rel=0.2)
+    assert at["unit", False]["score_std"] == pytest.approx(math.sqrt(d_k), rel=0.2)
+    assert at["unit", True]["score_std"] == pytest.approx(1.0, rel=0.2)
+    # the unscaled rows saturate only where the premise holds
+    assert at["lab", False]["entropy_ratio"] > 0.9 > at["unit", True]["entropy_ratio"]
+    assert at["unit", False]["entropy_ratio"] < 0.5
 
 
 def test_a_measurement_written_before_the_ladder_does_not_make_its_commit_dirty(

@@ -21,8 +21,8 @@ from paths import ROOT
 from test_ladder import ladder_record
 
 from transformer_lab import CharLSTM, GPTConfig, MiniGPT
-from transformer_lab.reading import saved_run
 from transformer_lab.baselines import ENV
+from transformer_lab.reading import saved_run
 from transformer_lab.reading.saved_run import RUN_FILE, load_run, save_run
 from transformer_lab.report import ResultRow
 from transformer_lab.runtime import BUDGETS

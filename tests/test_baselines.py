@@ -12,7 +12,6 @@ import torch
 from paths import ROOT
 
 from transformer_lab import MiniGPT, load_trained_gpt, save_gpt
-from transformer_lab.reading import text as rendering
 from transformer_lab.baselines import (
     ENV,
     lab3_label,
@@ -21,6 +20,7 @@ from transformer_lab.baselines import (
     recorded_budgets,
 )
 from transformer_lab.model import GPTConfig
+from transformer_lab.reading import text as rendering
 from transformer_lab.reading.lecture_reading import lecture_comparison
 from transformer_lab.reading.recorded import after_the_lab, recorded_distances
 from transformer_lab.reading.verdict import Gap, t_quantile

@@ -3,7 +3,8 @@ an attention function and of a whole model), order blindness, the untrained loss
 model checks of the challenge, the trigram comparison; and what the checks leave behind (the watch
 on delegated answers leaves no hook) and the package's own error for an inverted mask. Each passes
 on good inputs and fails with its code on bad ones. Also the notebooks' provided cells that
-demonstrate a failure: each asserts which one it shows, and shows it. The checkpoints of the
+demonstrate a failure: each asserts which one it shows, and shows it; 02's core path shows its
+leak test failing, in a locked cell, before the student writes the mask. The checkpoints of the
 exercises are run through their cells by the bug zoo (test_bugzoo.py)."""
 
 import math
@@ -21,6 +22,7 @@ import transformer_lab as tl
 from checkpoints import CheckFailed, NotDoneYet, attention, positions, stretch, training
 from checkpoints import causal_mask as mask_check
 from checkpoints import leak as leak_check
+from maintainer.core_minutes import core_code_cells
 from maintainer.zoo.nb01 import EX1
 from maintainer.zoo.nb06 import EX6A, EX6B, STEM, mha
 
@@ -326,13 +328,20 @@ DEMO = re.compile(r"^\s*(try:|except\b)|\bcheck\.\w*demo\(", re.M)
 ASSERTS_WHICH = re.compile(r"^\s*assert .*(\.code == \"[a-z0-9]+\.[a-z0-9_]+\"|\" in str\()", re.M)
 
 
+def provided(c) -> bool:
+    """A code cell of the course's own: neither a student's answer nor a check (a locked cell
+    that grades nothing is provided too)."""
+    meta = c.metadata.get("nbgrader", {})
+    return c.cell_type == "code" and not (meta.get("solution") or meta.get("grade"))
+
+
 def demonstrations() -> list[tuple[str, int]]:
     """(notebook, index of its cell) of each provided code cell that demonstrates a failure."""
     return [
         (path.stem, i)
         for path in sorted((ROOT / "solutions").glob("[0-9][0-9]_*.py"))
         for i, c in enumerate(cells(path.stem))
-        if c.cell_type == "code" and "nbgrader" not in c.metadata and DEMO.search(c.source)
+        if provided(c) and DEMO.search(c.source)
     ]
 
 
@@ -354,3 +363,25 @@ def test_each_demonstration_asserts_the_failure_it_shows(stem, index):
         if c.source == source:
             return
     raise AssertionError(f"the cell of {stem} never ran: is it one of the pipeline's own?")
+
+
+LOCKED_DEMO = {"grade": False, "locked": True, "solution": False}  # nbgrader's read-only cell
+
+
+def test_notebook_02_shows_the_leak_test_failing_before_the_student_writes_the_mask(capsys):
+    """The lecture's most useful test is seen failing once on the core path, not only ✅: before
+    Exercise 2's stub, outside "After the lab", a cell runs it on a leak and prints the failure
+    with its code. The cell is the course's: locked in the release, graded for nothing."""
+    core = core_code_cells(cells("02_causal_mask"))
+    stub = next(i for i, c in enumerate(core) if c.metadata.get("nbgrader", {}).get("solution"))
+    shown = [c for c in core[:stub] if "check.leak_demo(" in c.source]
+    assert len(shown) == 1, "02's core path shows no leak test failing before the stub"
+    meta = shown[0].metadata.get("nbgrader", {})
+    assert {key: meta.get(key) for key in LOCKED_DEMO} == LOCKED_DEMO
+    namespace: dict = {"__name__": "__notebook__"}
+    exec(compile(prelude("02_causal_mask"), "<02>", "exec"), namespace)
+    capsys.readouterr()
+    exec(compile(shown[0].source, "<02>", "exec"), namespace)
+    failure = namespace["failure"]
+    assert failure.code == "ex2.reads_the_future"
+    assert str(failure) in capsys.readouterr().out  # the message and its code, as printed

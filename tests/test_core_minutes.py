@@ -90,6 +90,34 @@ def test_the_totals_count_the_openings_that_no_exercise_is_held_to():
     assert sum(e.minutes_t4 for e in openings) > 5 * core_minutes.start_seconds() / 60
 
 
+def test_a_notebook_opened_early_hides_part_of_its_start():
+    """01-03 tell the student to open the next notebook while they work on their last exercise:
+    its waits pass meanwhile (loading, connecting, the kernel, the setup cell), its clicks still
+    count; 04 says so while it trains: the whole start of 05 and its Drive consent, up to the
+    training's length. Without the sentence nothing is hidden."""
+    start = MEASURED.start
+    waits = sum(core_minutes.START_WAITS) + start["kernel_start_s"] + start["setup_cell_s"]
+    whole = core_minutes.start_seconds(start) + core_minutes.DRIVE_PROMPT_MINUTES * 60
+    training = next(e.compute for e in ROWS if e.name == "04_training" and e.compute.cpu_s)
+    hidden = {e.name[:2]: e.hidden for e in ROWS if e.exercise == core_minutes.OPENING}
+    assert hidden["01"] == (0.0, 0.0)
+    assert hidden["02"] == hidden["03"] == hidden["04"] == (waits, waits)
+    assert hidden["05"] == (min(whole, training.t4_s), min(whole, training.cpu_s))
+    assert 0 < waits < core_minutes.start_seconds(start)  # the clicks are never hidden
+
+
+def test_without_the_sentence_nothing_is_hidden(tmp_path):
+    source = (ROOT / "solutions" / "01_attention.py").read_text(encoding="utf-8")
+    said = re.search(r"\*\*Next, while you work here:\*\* open notebook 02", source)
+    assert said is not None
+    quiet = tmp_path / "01_attention.py"
+    quiet.write_text(source.replace(said.group(0), "Next: notebook 02"), encoding="utf-8")
+    rows = [dataclasses.replace(e, hidden=(0.0, 0.0)) for e in ROWS]
+    paths = [quiet if p.stem == "01_attention" else p for p in notebook_build.sources()]
+    opened = core_minutes.opened_early(rows, paths, MEASURED)
+    assert {e.name for e in opened if any(e.hidden)} == {"03_positions", "04_training", "05_heads"}
+
+
 @pytest.mark.parametrize(
     ("name", "where"), [_case(n, w) for n in [*ESTIMATES, "total"] for w in ("T4", "CPU")]
 )

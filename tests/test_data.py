@@ -143,6 +143,21 @@ def test_local_override_with_wrong_hash(tmp_path, monkeypatch):
         data.corpus_path()
 
 
+def test_an_unreadable_override_says_what_to_do(tmp_path, monkeypatch):
+    """A file this user may not read is a CorpusError (one line in every command), not the
+    PermissionError's traceback. (Files are readable to root, so the refusal is simulated.)"""
+    locked = tmp_path / "tinyshakespeare.txt"
+    locked.write_text("First Citizen:\n", encoding="utf-8")
+
+    def refused(path):
+        raise PermissionError(13, "Permission denied", str(path))
+
+    monkeypatch.setattr(data.Path, "read_bytes", refused)
+    monkeypatch.setenv(data.OVERRIDE_ENV, str(locked))
+    with pytest.raises(CorpusError, match="cannot be read .Permission denied.. Make the file"):
+        data.corpus_path()
+
+
 def test_the_windows_of_a_cpu_generator_are_the_cpu_draw_of_its_seed(corpus):
     """sample_batch draws its starts on the generator's device: for a CPU generator the same
     numbers as before it moved them, so windows recorded on a CPU (notebook 05's) stay valid."""

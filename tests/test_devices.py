@@ -188,7 +188,8 @@ def test_notebook_05_on_a_gpu_shows_the_distances_recorded_for_its_model(on_the_
     recorded = torch.tensor(run["results"]["mean_attention_distance"])
     distances = namespace["distances"]
     assert not on_host(namespace["windows"])  # drawn on the CPU, read on the GPU
-    shown = re.findall(r"layer \d: (.*)", out)  # the recorded distances, a line a layer
+    # the recorded distances, a line a layer of numbers (the cost summary's lines name heads)
+    shown = re.findall(r"^\s*layer \d: ((?:\s*\d+\.\d)+)\s*$", out, re.MULTILINE)
     assert shown and [row.split() for row in shown] == [
         [f"{d:.1f}" for d in row] for row in recorded
     ]

@@ -1,11 +1,13 @@
-"""Errata (grader/term/errata.py, maintainer/notebook_build.release_course): a graded cell added
-to notebook 01 after the class handed it in. Refused (ERRATA=refuse), the course folder is byte
-for byte as it was, and the line says whose submissions and which routes; carried out, every
-hand grade of an unchanged answer (an override, extra credit, a comment, a flag) is back after
-the regrade against the new release, and the release says what it did in its output and the
-term's log; a release that fails half way (nbgrader raising) leaves the course folder byte for
-byte as it was. solutions/ is a copy with the cell added; jobs are stand-ins (conftest.executing);
-grades entered as the formgrader enters them (nbgrader's Gradebook API)."""
+"""Errata (grader/term/errata.py, maintainer/notebook_build.release_course): a graded cell added to
+notebook 01 after the class handed it in. Refused (ERRATA=refuse), the course folder is byte for
+byte as it was, and the line says whose submissions and which routes; carried out, every hand
+grade of an unchanged answer (an override, extra credit, a comment, a flag) is back after the
+regrade against the new release, and the release says what it did in its output and the term's
+log; a release that fails half way (nbgrader raising) leaves the course folder byte for byte as
+it was. An override stands when a check above its own is removed, and one whose check's points
+changed is named with both maxima, on record. solutions/ is a copy with the cell added; jobs are
+stand-ins (conftest.executing); grades entered as the formgrader enters them (nbgrader's
+Gradebook API)."""
 
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ from paths import ROOT
 
 from grader.course import GradingError, Layout
 from grader.engine import autograde as engine
-from grader.term import errata, settings
+from grader.term import errata, overrides, settings
 from grader.term.course_open import Course
 from grader.term.scores import autograde
 from maintainer import notebook_build
@@ -86,16 +88,41 @@ def course(graded, tmp_path) -> Path:
 @pytest.fixture
 def errata_in_solutions(tmp_path, monkeypatch) -> Path:
     """solutions/ as the checkout has it, 01 with a graded cell added after Exercise 1's check."""
+
+    def added(text: str) -> str:
+        at = text.index("# %%", text.index('"grade_id": "ex1_check"'))
+        return text[:at] + ADDED + text[at:]
+
+    return solutions_with(tmp_path, monkeypatch, added)
+
+
+def solutions_with(tmp_path: Path, monkeypatch, *edits) -> Path:
+    """solutions/ as the checkout has it, 01's text put through `edits`, made the one the
+    release is built from."""
     solutions = Path(shutil.copytree(ROOT / "solutions", tmp_path / "solutions"))
     path = solutions / f"{NB}.py"
     text = path.read_text(encoding="utf-8")
-    after = text.index('"grade_id": "ex1_check"')
-    at = text.index("# %%", after)
-    path.write_text(text[:at] + ADDED + text[at:], encoding="utf-8")
+    for edit in edits:
+        text = edit(text)
+    path.write_text(text, encoding="utf-8")
     monkeypatch.setattr(notebook_build, "SOLUTIONS", solutions)
     # The student wheel published beside the notebooks is not what these tests are about (3 s).
     monkeypatch.setattr(notebook_build, "build_wheel", _wheel)
     return solutions
+
+
+def first_check_removed(text: str) -> str:
+    """Exercise 0's check cell gone (its exercise cell stays)."""
+    start = text.index('# %% nbgrader={"grade": true, "grade_id": "ex0_check"')
+    end = text.index("# %%", start + 1)
+    return text[:start] + text[end:]
+
+
+def check_worth_four(text: str) -> str:
+    """Exercise 1's check moved from 3 points to 4."""
+    header = '"grade_id": "ex1_check", "locked": true, "points": 3,'
+    assert header in text
+    return text.replace(header, header.replace('"points": 3', '"points": 4'))
 
 
 def _wheel(folder: Path) -> Path:
@@ -211,3 +238,47 @@ def test_the_first_release_writes_a_commented_course_toml_that_reads_as_every_de
     # Each example is a setting as written: uncommented, it is read.
     late = text.replace('# [late]\n# penalty = "percent_per_day"', '[late]\npenalty = "zero"')
     assert settings.read(late, names).late.penalty == "zero"
+
+
+def test_an_override_stands_when_a_check_before_it_is_removed(course, tmp_path, monkeypatch):
+    """ex1_check's answer is Exercise 1's cell, wherever the graded cells above it stand."""
+    solutions_with(tmp_path, monkeypatch, first_check_removed)
+    monkeypatch.setattr(engine, "run_job", job)
+    said = "\n".join(release(course, errata.CARRY))
+    assert "01_attention: ex0_check (1 point) removed; its 3 submissions: rebuilt" in said
+    assert "set aside" not in said
+    now = grades(course)
+    assert "ex0_check" not in now["bea"]["grades"]
+    assert now["bea"]["grades"][CHECK] == (0, 2, None, False)  # the override, still done
+    events = [json.loads(line)["event"] for line in Layout(course).hand_grades.open()]
+    assert "set aside" not in events
+
+
+@pytest.mark.parametrize(
+    "edits",
+    [(check_worth_four,), (check_worth_four, first_check_removed)],
+    ids=["in place", "rebuilt"],
+)
+def test_an_override_whose_check_changed_points_is_named_with_both_maxima(
+    course, tmp_path, monkeypatch, edits
+):
+    """bea's override said 2 of 3; the errata makes the check worth 4: the override stands (its
+    answer is unchanged), now 2 of 4, and the release names it with 3 and 4, on record."""
+    solutions_with(tmp_path, monkeypatch, *edits)
+    monkeypatch.setattr(engine, "run_job", job)
+    said = "\n".join(release(course, errata.CARRY))
+    assert "ex1_check 3 → 4 points" in said
+    assert grades(course)["bea"]["grades"][CHECK][1:] == (2, None, False)
+    record = [json.loads(line) for line in Layout(course).hand_grades.open(encoding="utf-8")]
+    named = [r for r in record if r["event"] == "points changed"]
+    assert [
+        (r["student"], r["notebook"], r["grade_id"], r["manual_score"], r["old_max"], r["new_max"])
+        for r in named
+    ] == [("bea", NB, CHECK, 2, 3, 4)]
+    with Gradebook(Layout(course).db_url) as gb:
+        found = overrides.rescaled(gb, {NB: {CHECK: (3.0, 4.0)}})
+    assert found == [overrides.Rescaled("bea", NB, CHECK, 2, 3, 4, written=False)]
+    assert overrides.said_rescaled(found) in said
+    assert "01_attention ex1_check, bea: override 2 of 3 when given, now of 4" in said
+    log = (course / "reports" / "term_log.md").read_text(encoding="utf-8")
+    assert overrides.said_rescaled(found) in log

@@ -19,6 +19,7 @@ import sys
 import types
 from pathlib import Path
 
+import nbformat
 import pytest
 import torch
 
@@ -27,7 +28,9 @@ from checkpoints import hand_in as the_cell
 from grader.course import Layout, code_stub, nbgrader_config
 from grader.term import collect
 from grader.term.course_open import Course
+from maintainer import notebook_build
 from maintainer.fabricated_class import WRONG_ATTENTION, cell_of, colab_shaped, perfect, untouched
+from maintainer.fresh_runtime import solved_workshop
 from transformer_lab import hand_in
 from transformer_lab.catalogue import NOTEBOOKS
 
@@ -36,10 +39,7 @@ ANSWERS = ("ex0_read_the_model", "ex1_attention")
 READY = (
     "ready to hand in: File → Download → Download .ipynb, then hand in Copy of 01_attention.ipynb"
 )
-NOT_READY = (
-    "not ready: fix what ❌ says, then run this cell again (handed in as it is, it is graded as it "
-    "stands: File → Download → Download .ipynb, then hand in Copy of 01_attention.ipynb)"
-)
+NOT_READY = the_cell.NOT_READY.format(what="Exercise 1")
 
 
 def hand_in_cell(nb: dict) -> dict:
@@ -100,6 +100,11 @@ def check(held: dict, nb: dict, kernel_state: tuple[dict, list[str]]) -> tuple[l
     return the_cell.verdict(read, NB, expected(nb), namespace, ran)
 
 
+def _graded_or_answer(cell: dict) -> bool:
+    meta = cell.get("metadata", {}).get("nbgrader", {})
+    return bool(meta.get("grade") or meta.get("solution"))
+
+
 def test_the_hand_in_cell_expects_each_graded_cell_as_released(released):
     """Before the closing cell, a form whose call lists the release's graded cells: each answer's
     kind and each check's code as the grader runs it (the release's, no hidden tests)."""
@@ -110,7 +115,8 @@ def test_the_hand_in_cell_expects_each_graded_cell_as_released(released):
             and nb["cells"][-2]["metadata"]["cellView"] == "form"
         )
         assert hand_in.text_of(nb["cells"][-3]).startswith("## Before you hand in")
-        graded = [c for c in nb["cells"] if hand_in.grade_id(c)]
+        # the cells a grade rests on: answers and checks, not a locked demonstration (02's)
+        graded = [c for c in nb["cells"] if _graded_or_answer(c)]
         said = expected(nb)
         assert list(said) == [hand_in.grade_id(c) for c in graded], name
         for cell in graded:
@@ -122,6 +128,58 @@ def test_the_hand_in_cell_expects_each_graded_cell_as_released(released):
                 assert what == hand_in.normal(hand_in.text_of(cell)) and "hidden" not in what
     assert hand_in.CODE_STUB == code_stub().splitlines()[-1].strip()
     assert hand_in.TEXT_STUB == nbgrader_config().ClearSolutions.text_stub
+
+
+def workshop(name: str, solved: bool = False) -> dict:
+    """The workshop (self-study) flavour of notebook `name` as Colab downloads it, its exercise
+    cells filled with the solutions where `solved`."""
+    path = notebook_build.SOLUTIONS / f"{name}.py"
+    if solved:
+        nb = solved_workshop(path, notebook_build.settings())
+    else:
+        nb = notebook_build.workshop_notebook(notebook_build.source_notebook(path), name)
+    return colab_shaped(json.loads(nbformat.writes(nb)))
+
+
+def test_the_workshop_ends_with_the_same_check_without_hidden_tests(released):
+    """A student working alone can tell when a notebook is complete: the last cell before the
+    closing one checks it as the graded flavour's does, the same cells expected (the release's
+    visible checks), and says complete rather than how to hand in."""
+    for name in NOTEBOOKS:
+        nb = workshop(name)
+        graded = json.loads(Layout(released).notebook("release", name).read_text())
+        assert nb["cells"][-2] is hand_in_cell(nb), name
+        assert hand_in.text_of(nb["cells"][-3]).startswith("## Is this notebook complete?")
+        assert expected(nb) == expected(graded), name
+        assert not any("hidden" in what for what in expected(nb).values())
+        (call,) = [
+            n
+            for n in ast.walk(ast.parse(hand_in.text_of(nb["cells"][-2])))
+            if isinstance(n, ast.Call)
+        ]
+        assert [(k.arg, k.value.value) for k in call.keywords] == [("graded", False)]
+    source = notebook_build.source_notebook(notebook_build.SOLUTIONS / f"{NB}.py")
+    assert notebook_build.workshop_notebook(source) == notebook_build.workshop_notebook(source, NB)
+
+
+def test_a_workshop_notebook_is_complete_or_says_what_to_fix(colab):
+    solved = workshop(NB, solved=True)
+    colab["nb"] = solved
+    namespace, ran = kernel(solved)
+    read = hand_in.read_here(NB, namespace)
+    lines, receipt = the_cell.verdict(read, NB, expected(solved), namespace, ran, graded=False)
+    assert lines == [
+        "Is 01_attention complete? Read from Colab's copy of this notebook",
+        "✅ Exercise 0",
+        "✅ Exercise 1",
+        the_cell.COMPLETE,
+    ]
+    assert receipt["ready"] and set(receipt["checks"].values()) == {None}
+    colab["nb"] = untouched_nb = workshop(NB)
+    read = hand_in.read_here(NB, {})
+    lines, receipt = the_cell.verdict(read, NB, expected(untouched_nb), {}, [], graded=False)
+    assert lines[-1] == the_cell.NOT_COMPLETE.format(what="Exercise 0 and Exercise 1")
+    assert not receipt["ready"] and set(receipt["checks"].values()) == {the_cell.NOT_RUN}
 
 
 def test_a_right_notebook_on_colab_is_ready_and_its_receipt_says_what_was_checked(solved, colab):
@@ -213,6 +271,81 @@ def test_a_damaged_notebook_is_not_ready_and_the_line_says_what_to_fix(solved, c
     assert not receipt["ready"]
 
 
+NB4 = "04_training"
+
+
+def at(nb: dict, text: str) -> int:
+    """The one code cell of nb whose code holds `text`."""
+    (i,) = [i for i, c in enumerate(nb["cells"]) if text in hand_in.text_of(c)]
+    return i
+
+
+@pytest.fixture(scope="module")
+def solved_04(released) -> dict:
+    return colab_shaped(perfect(released, NB4))
+
+
+def test_a_check_that_raised_names_the_cells_that_make_what_it_reads(solved_04, colab):
+    """A restarted runtime where only Exercise 4's cell ran again: its check cannot run (no
+    `check`), and the cells to run are those that make what it reads, in order; in 04 never the
+    cell that trains (nor the whole notebook, which would train both models again)."""
+    nb, release = solved_04, expected(solved_04)
+    answer = hand_in.text_of(cell_of(nb, "ex4_metrics"))
+    namespace = {}
+    exec(answer, namespace)
+    parameters = next(
+        i for i, c in enumerate(nb["cells"]) if "parameters" in c["metadata"].get("tags", [])
+    )
+    setup, check_at = at(nb, "import training as check"), _cells(nb, "ex4_check")[0]
+    again = hand_in.cells_to_run_again(nb, check_at, release["ex4_check"], namespace, release)
+    assert again == [parameters, setup]
+    assert hand_in.cells_to_run_again(nb, check_at, release["ex4_check"], {}, release) == [
+        parameters,
+        setup,
+        _cells(nb, "ex4_metrics")[0],  # not run either: a kernel that holds nothing
+    ]
+    colab["nb"] = nb
+    read = hand_in.read_here(NB4, namespace)
+    lines, receipt = the_cell.verdict(read, NB4, release, namespace, [answer])
+    assert receipt["checks"] == {"ex4_check": the_cell.RAISED} and not receipt["ready"]
+    assert lines[-1] == the_cell.NOT_READY.format(what="Exercise 4")
+    setup_title = hand_in.text_of(nb["cells"][setup]).splitlines()[0].partition("@title ")[2]
+    assert lines[1] == (
+        "❌ Exercise 4: its check could not run (NameError: name 'check' is not defined); run "
+        "again, in this order: the parameters cell (the one that sets MODE); the cell "
+        f'"{setup_title}"; then this cell'
+    )
+
+
+def test_what_reads_the_trained_model_is_made_again_from_the_saved_one(solved_04):
+    """Code that reads 04's model after a restart: the cells that load the saved run, and what
+    they read, never the cell that trains."""
+    nb, release = solved_04, expected(solved_04)
+    code = "print(lm_metrics(saved_gpt(x), y))"
+    again = hand_in.cells_to_run_again(nb, len(nb["cells"]) - 1, code, {}, release)
+    trains = at(nb, "tl.train_lm(")
+    assert trains not in again
+    assert again == [
+        next(i for i, c in enumerate(nb["cells"]) if "parameters" in c["metadata"].get("tags", [])),
+        at(nb, "import training as check"),
+        _cells(nb, "ex4_metrics")[0],
+        at(nb, "run = load_run("),
+        at(nb, "saved_gpt = run.gpt("),
+    ]
+    assert at(nb, "run = load_run(") > trains  # after the training: the saved model
+
+
+def test_a_cell_is_named_as_the_student_finds_it(solved_04):
+    nb, release = solved_04, expected(solved_04)
+    cells = nb["cells"]
+    ex4 = _cells(nb, "ex4_metrics")[0]
+    assert hand_in.cell_name(cells[ex4], ex4, release) == "the cell of Exercise 4 (ex4_metrics)"
+    setup = at(nb, "import training as check")
+    assert hand_in.cell_name(cells[setup], setup, release).startswith('the cell "Imports, ')
+    plain = at(nb, "print(run.samples())")  # no title, no grade id
+    assert hand_in.cell_name(cells[plain], plain, release) == f"cell {plain + 1} from the top"
+
+
 def test_an_untouched_exercise_is_still_a_stub(released, colab):
     nb = colab_shaped(untouched(released, NB))
     lines, receipt = check(colab, nb, ({"check": attention}, []))
@@ -222,7 +355,8 @@ def test_an_untouched_exercise_is_still_a_stub(released, colab):
         f"{stub} the cell and its check",
         f"❌ Exercise 1 is still a stub: the cell of Exercise 1 (ex1_attention) still holds "
         f"{stub} the cell and its check",
-        NOT_READY,
+        "not ready to hand in: run this cell again after fixing what ❌ says of Exercise 0 and "
+        "Exercise 1",  # it ends with what to fix: the way to hand in comes once nothing is left
     ]
     assert set(receipt["checks"].values()) == {the_cell.NOT_RUN}
 
@@ -263,7 +397,8 @@ def test_off_colab_the_saved_file_is_read_or_the_student_is_told_to_save_it(
     out = capsys.readouterr().out.splitlines()
     assert out[0].startswith(f"Before you hand in 01_attention: read from {saved} as saved at ")
     assert out[1].startswith("❌ Exercise 0 is still a stub")
-    assert out[-1].endswith(f"(File → Save), then hand in {saved})")
+    assert out[-1] == the_cell.NOT_READY.format(what="Exercise 0 and Exercise 1")
+    assert hand_in.read_here(NB, {}).hand_in == f"save it (File → Save), then hand in {saved}"
     monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")  # the grader reads the file itself
     the_cell.before_you_hand_in(NB, release, namespace={})
     assert capsys.readouterr().out == ""

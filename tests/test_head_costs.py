@@ -1,6 +1,7 @@
 """`make head-costs` (maintainer/head_costs.py): a recorded run's head costs measured on its saved
-model as notebook 05 measures them, written with where they were measured; and the committed
-record agrees with its own model files."""
+model as notebook 05 measures them (each head mean-ablated), written with where they were
+measured and how heads were switched off; and the committed record agrees with its own model
+files, measured so."""
 
 from __future__ import annotations
 
@@ -49,9 +50,13 @@ def test_the_costs_are_those_05_measures_on_the_saved_model(tmp_path, corpus, ca
     assert recorded["nats"] == pytest.approx(expected.nats)
     assert torch.allclose(torch.tensor(recorded["costs"]), expected.costs)
     assert (recorded["windows"], recorded["characters"]) == (16, 16 * TINY.T_max)
+    assert recorded["ablation"] == "mean"
     assert recorded["measured"]["on"].startswith("the run's recorded model mini_gpt-full-cpu.pt")
     said = capsys.readouterr().out
-    assert said.startswith(f"full/cpu: {expected.nats:.3f} nats/char, costliest head off ")
+    by_layer = ", ".join(f"{layer.max():+.3f}" for layer in expected.costs)
+    assert (
+        said == f"full/cpu: {expected.nats:.3f} nats/char, costliest head off by layer {by_layer}\n"
+    )
     # 05 shows them, saying they were measured apart from the run
     shown = recorded_head_costs("full/cpu", json.loads(out.read_text()))
     assert "(Measured on this run's saved model on " in shown
@@ -77,7 +82,8 @@ def test_a_model_file_that_is_not_the_recorded_one_is_refused_and_nothing_writte
 @pytest.mark.parametrize("key", ["full/cpu", "quick/cpu"])
 def test_the_committed_head_costs_are_those_of_the_committed_model(key, tmp_path):
     """Whoever measured them, the pipeline's 05 or `make head-costs`: the model file gives them
-    again, so 05 can say they "should match yours above apart from rounding"."""
+    again, each head mean-ablated as 05 switches it off now (zero-ablated costs differ by up to
+    0.05 nats/char), so 05 can say they "should match yours above apart from rounding"."""
     committed = json.loads((ROOT / "data" / "baselines.json").read_text())
     run = committed["runs"][key]
     if "head_costs" not in run["results"]:
@@ -85,5 +91,6 @@ def test_the_committed_head_costs_are_those_of_the_committed_model(key, tmp_path
     shutil.copy(ROOT / "data" / run["provenance"]["model"]["file"], tmp_path)
     again = head_costs.measure(run, tmp_path)
     recorded = run["results"]["head_costs"]
+    assert recorded["ablation"] == again["ablation"] == "mean"
     assert again["nats"] == pytest.approx(recorded["nats"], abs=1e-4)
     assert torch.allclose(torch.tensor(again["costs"]), torch.tensor(recorded["costs"]), atol=1e-4)

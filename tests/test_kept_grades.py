@@ -1,10 +1,12 @@
-"""A hand grade lasts as long as the answer it judged (grader/engine/kept_grades.py): a regrade
-for any reason (here a check's message edited in a copy of the checkout) keeps every hand grade
-of an unchanged answer done and asks again only for the changed ones; an edit that changes no
+"""A hand grade lasts as long as the answer it judged (grader/engine/kept_grades.py): a regrade for
+any reason (here a check's message edited in a copy of the checkout) keeps every hand grade of
+an unchanged answer done and asks again only for the changed ones; an edit that changes no
 behaviour regrades no one; an override of a check whose answer changed is set aside, the new
 autograde counting, shown with both scores and the command that keeps it (grader/term/
-overrides.py). Notebooks are handed in as Colab saves them, grades entered as the formgrader
-enters them (nbgrader's Gradebook API), and the jobs are stand-ins (conftest.executing)."""
+overrides.py); an override's answer is its exercise's solution cells and those its check reads
+(grader/cells.py), so editing MODE or the setup keeps it. Notebooks are handed in as Colab saves
+them, grades entered as the formgrader enters them (nbgrader's Gradebook API), and the jobs are
+stand-ins (conftest.executing)."""
 
 from __future__ import annotations
 
@@ -29,8 +31,8 @@ from maintainer.fabricated_class import (
     write,
 )
 
-NB4, NB1 = "04_training", "01_attention"
-PREDICTION, CHECK = "ex4_prediction", "ex1_check"
+NB4, NB1, NB6 = "04_training", "01_attention", "06_stretch"
+PREDICTION, CHECK, FIRST = "ex4_prediction", "ex1_check", "ex0_check"
 ANSWER = "The LSTM: fewer parameters suit this small budget."
 FAILED = nbformat.v4.new_output(
     "error", ename="CheckFailed", evalue="[ex1.no_sqrt_dk]", traceback=[]
@@ -224,3 +226,71 @@ def test_an_override_nbgrader_flagged_is_named_as_one_and_unflagged_by_a_regrade
     autograde(course, "--force", "--notebook", NB1)
     assert grades(course, NB1, CHECK)["dee"] == (2, False, 3)
     assert "hand grade" not in cli(course, "export")
+
+
+def parameters_and_setup_edited(nb: dict) -> dict:
+    """What the notebook tells the student to do (MODE in the parameters cell), and a line added
+    to the setup cell (its imports): no exercise's cell touched."""
+    (parameters,) = [c for c in nb["cells"] if "parameters" in c["metadata"].get("tags", [])]
+    edit_text(parameters, 'MODE = "auto"', 'MODE = "quick"')
+    (setup,) = [c for c in nb["cells"] if "# @title Imports" in "".join(c["source"])]
+    setup["source"] = "".join(setup["source"]) + "\nimport numpy as np  # mine\n"
+    return nb
+
+
+def edit_text(cell: dict, old: str, new: str) -> None:
+    text = "".join(cell["source"])
+    assert old in text
+    cell["source"] = text.replace(old, new, 1)
+
+
+def test_an_override_stands_when_only_the_parameters_and_setup_cells_change(course, monkeypatch):
+    """The first check's answer is Exercise 0's cell, not every cell above it."""
+    formgrader_saves(course, NB1, FIRST, 0.5, "dee")
+    nb = parameters_and_setup_edited(with_attention(course, WRONG_ATTENTION))
+    hand_in(course, "dee", NB1, nb)
+    monkeypatch.setattr(engine, "run_job", executing({CHECK: [FAILED]}))
+    said = autograde(course, "--notebook", NB1)
+    assert "1 graded" in said and "set aside" not in said
+    assert grades(course, NB1, FIRST)["dee"] == (0.5, False, 2.5)
+    assert grades(course, NB1, CHECK)["dee"] == (2, False, 2.5)
+    assert not (course / "hand_grades.jsonl").exists()
+
+
+def test_an_override_is_set_aside_when_its_exercise_solution_changes_and_only_that_one(
+    course, monkeypatch
+):
+    formgrader_saves(course, NB1, FIRST, 0.5, "dee")
+    nb = parameters_and_setup_edited(with_attention(course, WRONG_ATTENTION))
+    edit_text(cell_of(nb, "ex0_read_the_model"), "return embeddings", "return 0 + embeddings")
+    hand_in(course, "dee", NB1, nb)
+    monkeypatch.setattr(engine, "run_job", executing({CHECK: [FAILED]}))
+    said = autograde(course, "--notebook", NB1)
+    assert grades(course, NB1, FIRST)["dee"] == (None, False, 3)  # the autograde's 1 counts
+    assert grades(course, NB1, CHECK)["dee"] == (2, False, 3)
+    record = [json.loads(line) for line in (course / "hand_grades.jsonl").open()]
+    assert [(r["event"], r["grade_id"], r["manual_score"]) for r in record] == [
+        ("set aside", FIRST, 0.5)
+    ]
+    assert "1 override set aside" in said
+
+
+def test_a_check_judges_the_solution_cells_its_exercise_reads_above_another_check(
+    course, monkeypatch
+):
+    """Challenge B's block runs Challenge A's attention: an override of ex6b_check judged both
+    cells, though ex6a_check stands between them."""
+    monkeypatch.setattr(engine, "run_job", executing())
+    hand_in(course, "eve", NB6, perfect(course, NB6))
+    autograde(course, "--notebook", NB6)
+    formgrader_saves(course, NB6, "ex6a_check", 1, "eve")
+    formgrader_saves(course, NB6, "ex6b_check", 1, "eve")
+    nb = perfect(course, NB6)
+    edit_text(cell_of(nb, "ex6a_multi_head"), "return self.drop(", "return 1 * self.drop(")
+    hand_in(course, "eve", NB6, nb)
+    autograde(course, "--notebook", NB6)
+    record = [json.loads(line) for line in (course / "hand_grades.jsonl").open()]
+    assert {(r["event"], r["grade_id"]) for r in record} == {
+        ("set aside", "ex6a_check"),
+        ("set aside", "ex6b_check"),
+    }

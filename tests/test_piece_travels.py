@@ -13,6 +13,8 @@ import nbformat
 import pytest
 from notebook_harness import code_cells
 
+from checkpoints.hints import HINTS
+
 pytestmark = pytest.mark.heavy(order=17)
 
 # Notebook 01 as a student writes it: a helper in the cell above, a constant, numpy under a name,
@@ -35,6 +37,8 @@ def scaled_dot_product_attention(Q, K, V, allowed=None):
 """
 # Then a version that reads a tensor of the notebook: it cannot be written as source.
 WITH_A_TENSOR = ATTENTION.replace("np.sqrt(Q.shape[-1])", "np.sqrt(Q.shape[-1]) * ONE")
+# Then an edit that fails: no 1/sqrt(d_k).
+UNSCALED = ATTENTION.replace(" / np.sqrt(Q.shape[-1])", "")
 
 
 def execute(cells: list, cwd: Path):
@@ -56,9 +60,10 @@ def text(cell) -> str:
 @pytest.fixture(scope="module")
 def notebook_01(tmp_path_factory):
     """01's cells in a kernel: the travelling attention checked, its kept module copied aside,
-    then the version that reads a tensor checked."""
+    then the version that reads a tensor checked, then an edit that fails, checked twice."""
     folder = tmp_path_factory.mktemp("notebook-01")
     code = nbformat.v4.new_code_cell
+    fails = {"tags": ["raises-exception"]}  # nbclient goes on after these cells
     nb = execute(
         [
             code("USE_DRIVE = False"),
@@ -71,10 +76,19 @@ def notebook_01(tmp_path_factory):
             code("ONE = torch.ones(())"),
             code(WITH_A_TENSOR),
             code("check.exercise_1(scaled_dot_product_attention)"),
+            code(UNSCALED),
+            code("check.exercise_1(scaled_dot_product_attention)", metadata=fails),
+            code("check.exercise_1(scaled_dot_product_attention)", metadata=fails),
         ],
         folder,
     )
     return folder, nb
+
+
+def under_the_error(cell) -> list[str]:
+    """The lines a cell printed after its error."""
+    at = next(i for i, o in enumerate(cell.outputs) if o.output_type == "error")
+    return "".join(o.get("text", "") for o in cell.outputs[at + 1 :]).splitlines()
 
 
 def test_01_keeps_the_helpers_it_reads_and_says_so_in_the_same_cell(notebook_01):
@@ -89,6 +103,18 @@ def test_01_keeps_the_helpers_it_reads_and_says_so_in_the_same_cell(notebook_01)
     kept = (folder / "travelled.py").read_text()
     for needed in ("import numpy as np", "NEG_INF = float('-inf')", "def softmax_rows(scores):"):
         assert needed in kept
+
+
+def test_01_s_failing_edit_names_the_version_that_stands_then_opens_the_hint(notebook_01):
+    _, nb = notebook_01
+    first, second = nb.cells[11], nb.cells[12]
+    assert [o.ename for o in first.outputs if o.output_type == "error"] == ["CheckFailed"]
+    kept = [line for line in under_the_error(first) if line.startswith("ℹ️")]
+    assert len(kept) == 1 and "cell [10]" in kept[0]  # the last pass: the cell of [9]
+    assert not any(line.startswith("💡") for line in under_the_error(first))
+    said = under_the_error(second)
+    assert f"💡 Hint, step 1 of 2: {HINTS['ex1'][0]}" in said
+    assert sum(line.startswith("ℹ️") for line in said) == 1
 
 
 def test_01_names_what_did_not_travel_before_the_student_leaves(notebook_01):
@@ -117,7 +143,9 @@ def notebook_04(notebook_01, tmp_path_factory):
 
 def test_04_loads_the_attention_that_travelled_as_the_student_s(notebook_04):
     setup = text(notebook_04.cells[1])
-    assert "attention: yours, from notebook 01 (kept in my_transformer.py" in setup
+    assert "attention: yours, from notebook 01, passed " in setup
+    assert "(kept in my_transformer.py" in setup
+    assert "cell [6] (kept" in setup  # the version that passed in 01's cell [6], not a later one
     note = text(notebook_04.cells[-1])
     assert "The mini-GPT of this table is built from your attention, the course's mask" in note
 
@@ -125,11 +153,11 @@ def test_04_loads_the_attention_that_travelled_as_the_student_s(notebook_04):
 def test_04_says_the_cost_first_and_shows_one_line_for_thousands_of_prints(notebook_04):
     training = next(c for c in notebook_04.cells if "GPT_LABEL = " in c.source)
     lines = text(training).splitlines()
-    assert lines[0].startswith("Your pieces ")
-    assert "one seed will take about" in lines[0]
+    assert lines[0].startswith("This cell will take about")  # said before the first step
+    assert lines[1].startswith("Your pieces ")
     held = [line for line in lines if line.startswith("Your attention printed ")]
     assert len(held) == 1, lines
     count = int(held[0].split(" printed ")[1].split(" lines")[0].replace(",", ""))
     assert count >= 30 * 4  # every layer of the 30 steps, then the estimates and the scoring
     assert "the first: 'scores (8, 4, 128, 128)'" in held[0]
-    assert len(lines) < 8 and sum("scores (" in line for line in lines) == 1, lines
+    assert len(lines) < 10 and sum("scores (" in line for line in lines) == 1, lines

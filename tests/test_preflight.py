@@ -49,9 +49,11 @@ def checked(course: Path, raw: bytes) -> preflight.Preflight:
 @pytest.mark.parametrize("student", ["perfect", "untouched", "workshop", "edited"])
 def test_a_notebook_with_every_graded_cell_in_place_needs_no_repair(course, downloads, student):
     """edited: a check cell whose code was changed keeps its metadata; nbgrader puts the
-    release's source back when it sanitizes."""
+    release's source back when it sanitizes, and preflight records it for the instructor."""
     result = checked(course, (downloads / student / f"{NB}.ipynb").read_bytes())
-    assert (result.repairs, result.quarantined) == ([], None)
+    restored = [r for r in result.repairs if r.endswith("check edited, restored from the release")]
+    assert (len(restored), result.quarantined) == (student == "edited", None)
+    assert [r for r in result.repairs if r not in restored] == []
     assert graded_cells(result.notebook) == graded_cells(Layout(course).release_notebook(NB))
 
 
@@ -101,3 +103,9 @@ def test_a_file_that_is_not_a_notebook_is_quarantined_with_the_reason(course, do
 def test_another_notebook_is_quarantined(course):
     result = checked(course, json.dumps(perfect(course, "02_causal_mask")).encode())
     assert result.notebook is None and "does not look like this notebook" in result.quarantined
+
+
+@pytest.mark.parametrize("raw", [b"", b"  \n"])
+def test_an_empty_upload_is_quarantined_as_empty(raw):
+    notebook, reason = preflight.read_notebook(raw)
+    assert notebook is None and reason.endswith("[empty]")

@@ -66,7 +66,8 @@ def test_an_empty_course_toml_has_every_default():
     assert term.assigned == RELEASED and term.extra_credit == ("06_stretch",)
     assert (term.zone, term.due, term.late.penalty, term.roster_id) == (None, {}, None, None)
     assert set(settings.KEYS) == {
-        "assigned", "extra_credit", "timezone", "due", "extensions", "late", "roster", "collect"
+        "assigned", "extra_credit", "timezone", "due", "extensions", "late", "roster", "collect",
+        "publish_url",
     }  # fmt: skip
 
 

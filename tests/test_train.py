@@ -1,3 +1,5 @@
+import signal
+
 import pytest
 import torch
 
@@ -289,3 +291,96 @@ def test_lab3_s_recipe_records_a_constant_rate_without_decay(corpus):
     assert recipe.summary() == "Adam, constant rate"
     assert (recipe.warmup_steps, recipe.weight_decay, recipe.final_lr_ratio) == (0, 0.0, None)
     assert (recipe.dropout, recipe.betas) == (0.0, (0.9, 0.999))
+
+
+STOP_BUDGET = Budget("stop", 4, 12, 4, 1)  # a validation estimate every 4 steps
+
+
+def _stop_at(model, *training_calls: int, eval_after_stop: bool = False):
+    """SIGINT, as Stop (■) sends it, from inside the model's forward: at each of its
+    `training_calls` (counted from 1), and at its first validation call after the first stop."""
+    calls, stops = {"train": 0, "stopped": False}, set(training_calls)
+
+    def hook(module, args):
+        if module.training:
+            calls["train"] += 1
+            if calls["train"] in stops:
+                calls["stopped"] = True
+                signal.raise_signal(signal.SIGINT)
+        elif eval_after_stop and calls["stopped"]:
+            signal.raise_signal(signal.SIGINT)
+
+    model.register_forward_pre_hook(hook)
+    return model
+
+
+def _stop_run(corpus, model, **kwargs):
+    torch.manual_seed(0)
+    return train_lm(model, corpus, Recipe.of(STOP_BUDGET, lr=1e-2), progress=False, **kwargs)
+
+
+@pytest.fixture
+def in_a_notebook(monkeypatch):
+    """This process as a notebook's kernel sees itself: an IPython shell is running."""
+    import IPython
+
+    monkeypatch.setattr(IPython, "get_ipython", lambda: object())
+    monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
+
+
+def test_stop_in_a_notebook_keeps_the_steps_taken_and_says_so(corpus, in_a_notebook, capsys):
+    torch.manual_seed(0)
+    whole = _stop_run(corpus, CharLSTM())
+    torch.manual_seed(0)
+    model = _stop_at(CharLSTM(), 7)  # Stop comes in the 7th step: 6 were taken
+    history = _stop_run(corpus, model, desc="lstm, seed 0")
+    assert capsys.readouterr().out == (
+        "Stopped at step 6 of 12 (lstm, seed 0): the model keeps what it learned; run the cell "
+        "again to start over\n"
+    )
+    assert (history.stopped_at, history.planned_steps, history.steps) == (6, 12, 6)
+    assert history.stopped == "stopped at step 6 of 12"
+    assert history.train_loss == whole.train_loss[:6]  # the same run, up to the stop
+    assert history.val_loss[0] == whole.val_loss[0] and [s for s, _ in history.val_loss] == [4, 6]
+    assert history.wall_time_s > 0 and not model.training
+    assert whole.stopped_at is None and whole.stopped is None and whole.steps == 12
+
+
+def test_stop_before_the_first_step_is_done_keeps_an_untrained_model(corpus, in_a_notebook):
+    history = _stop_run(corpus, _stop_at(CharLSTM(), 1))
+    assert (history.stopped_at, history.train_loss, [s for s, _ in history.val_loss]) == (
+        0,
+        [],
+        [0],
+    )
+
+
+def test_a_second_stop_while_the_first_is_handled_ends_the_cell_at_once(corpus, in_a_notebook):
+    model = _stop_at(CharLSTM(), 7, eval_after_stop=True)  # again, in the estimate at the stop
+    with pytest.raises(KeyboardInterrupt):
+        _stop_run(corpus, model)
+
+
+@pytest.mark.parametrize("where", ["script", "grading"])
+def test_outside_a_notebook_ctrl_c_ends_the_run_as_ever(corpus, monkeypatch, where):
+    """A script (a sweep, a ladder's worker) and a graded notebook's timeout keep no stopped
+    run: the interrupt ends the run."""
+    if where == "grading":
+        import IPython
+
+        monkeypatch.setattr(IPython, "get_ipython", lambda: object())
+        monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")
+    with pytest.raises(KeyboardInterrupt):
+        _stop_run(corpus, _stop_at(CharLSTM(), 7))
+
+
+def test_stop_in_a_sweep_stops_the_sweep(corpus, in_a_notebook):
+    made = []
+
+    def make():
+        made.append(_stop_at(CharLSTM(), 3))
+        return made[-1]
+
+    with pytest.raises(KeyboardInterrupt):
+        choose_lr(make, corpus, STOP_BUDGET, (1e-3, 1e-2), steps=5, progress=False)
+    assert len(made) == 1  # no rate trained after the stopped one

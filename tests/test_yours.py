@@ -70,8 +70,11 @@ def notebook_folder(tmp_path, monkeypatch):
 
 @pytest.fixture
 def kernel(monkeypatch):
-    """A notebook's kernel, as the checks see it (its user namespace holds USE_DRIVE)."""
-    shell = SimpleNamespace(user_ns={"USE_DRIVE": None})
+    """A notebook's kernel, as the checks see it (its user namespace holds USE_DRIVE), running
+    its cell [7]."""
+    shell = SimpleNamespace(
+        user_ns={"USE_DRIVE": None}, history_manager=SimpleNamespace(input_hist_parsed=[""] * 8)
+    )
     monkeypatch.setattr(_core, "notebook_shell", lambda: shell)
     return shell
 
@@ -117,10 +120,9 @@ def test_kept_pieces_are_loaded_checked_again_and_named(notebook_folder, kernel,
     capsys.readouterr()
     pieces = yours.load()
     said = capsys.readouterr().out.splitlines()
-    assert (
-        said[0]
-        == "attention: yours, from notebook 01 (kept in my_transformer.py beside this notebook)"
-    )
+    assert said[0].startswith("attention: yours, from notebook 01, passed ")
+    assert said[0].endswith(", cell [7] (kept in my_transformer.py beside this notebook)")
+    assert pieces.attention.kept.cell == 7  # the kernel's cell run, named in the line
     assert said[1].startswith("mask: yours, from notebook 02")
     assert said[2].startswith("embedding: the course's: no notebook 03 of yours was found")
     assert "my_transformer.py beside this notebook holds no embed_with_positions" in said[2]
@@ -190,10 +192,9 @@ def test_the_drive_carries_the_pieces_to_a_fresh_runtime(tmp_path, monkeypatch, 
     tl.use_drive(True)
     pieces = yours.load()
     assert pieces.attention.yours
-    assert (
-        "attention: yours, from notebook 01 (kept in MyDrive/transformer-lab/my_transformer.py"
-        in (capsys.readouterr().out)
-    )
+    said = capsys.readouterr().out
+    assert "attention: yours, from notebook 01, passed " in said
+    assert "(kept in MyDrive/transformer-lab/my_transformer.py" in said
 
 
 def test_04_trains_the_student_s_attention_at_every_step(notebook_folder, corpus):
@@ -307,3 +308,21 @@ def test_a_piece_that_fails_again_says_why_in_the_error_s_own_words(notebook_fol
         "my_transformer.py: `A = softmax_rows(scores)`)."
     ) in said
     assert "The traceback above" not in said  # a later notebook shows no traceback
+
+
+def test_one_re_check_of_a_kept_copy_serves_01_to_03_and_the_later_notebooks(capsys):
+    """check_again: the kept piece at its exercise's checkpoint, quietly; the checkpoint is the
+    one the catalogue names unless the keeping check hands its own."""
+    right = student.course_pieces("").using("attention", scaled_dot_product_attention, "01")
+    wrong = right.using("attention", unscaled, "01")
+    assert _core.check_again(right.attention) is None
+    assert _core.check_again(wrong.attention).code == "ex1.no_sqrt_dk"
+    assert _core.check_again(wrong.attention, attention_check.exercise_1).code == "ex1.no_sqrt_dk"
+    assert capsys.readouterr().out == ""  # no ticks, no keeping
+    assert (
+        _core.kept_copy_trouble(wrong.attention, attention_check.exercise_1).count(
+            "[ex1.no_sqrt_dk]"
+        )
+        == 1
+    )
+    assert yours.checked(wrong).attention.fn is tl.scaled_dot_product_attention

@@ -205,12 +205,17 @@ def unigram_nats(corpus: Corpus) -> float:
     return float(-(counts / counts.sum()).log()[corpus.val.cpu()].mean())
 
 
-def outcome(val_loss: float, corpus: Corpus) -> str:
-    """diverged: the loss is not finite or no better than a uniform guess (ln V); stalled: no
-    better than the unigram; else trains."""
-    if not math.isfinite(val_loss) or val_loss >= math.log(len(corpus.vocab)):
+# A run must end this far below the unigram's loss to count as having learned more than how often
+# each character occurs: a run stuck on that plateau ends a few thousandths below it.
+STALL_MARGIN = 0.1
+
+
+def outcome(val_loss: float | None, unigram: float, vocab_size: int) -> str:
+    """diverged: the loss is not finite or no better than a uniform guess (ln V); stalled: not
+    clear of the unigram's plateau (STALL_MARGIN); else trains."""
+    if val_loss is None or not math.isfinite(val_loss) or val_loss >= math.log(vocab_size):
         return "diverged"
-    return "stalled" if val_loss >= unigram_nats(corpus) else "trains"
+    return "stalled" if val_loss >= unigram - STALL_MARGIN else "trains"
 
 
 def sweep_run(rung: Rung, corpus: Corpus, budget: Budget, lr: float, seed: int) -> dict:
@@ -232,7 +237,7 @@ def sweep_run(rung: Rung, corpus: Corpus, budget: Budget, lr: float, seed: int) 
         "steps": SWEEP_STEPS,
         "val_loss": val_loss if math.isfinite(val_loss) else None,
         "curve": [[step, loss if math.isfinite(loss) else None] for step, loss in history.val_loss],
-        "outcome": outcome(val_loss, corpus),
+        "outcome": outcome(val_loss, unigram_nats(corpus), len(corpus.vocab)),
         "train_seconds": history.wall_time_s,
     }
 

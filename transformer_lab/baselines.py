@@ -147,13 +147,33 @@ def _merge(into: dict, new: dict) -> dict:
     return into
 
 
+def _stopped_rows(entries: dict, at: str = "") -> list[str]:
+    """The places in `entries` ("rows/gpt/seeds/0") of the rows whose training Stop ended."""
+    if entries.get("stopped_at") is not None:
+        return [at]
+    return [
+        place
+        for key, value in entries.items()
+        if isinstance(value, dict)
+        for place in _stopped_rows(value, f"{at}/{key}".lstrip("/"))
+    ]
+
+
 def record(results_path: str | Path | None, entries: dict) -> None:
     """Merge `entries` into the notebook's results file (the pipeline's RESULTS parameter).
 
-    A student's run passes RESULTS = None, and nothing is written.
+    A student's run passes RESULTS = None, and nothing is written. A row whose training Stop (■)
+    ended (its `stopped_at` set) is refused, ValueError, and nothing is written: the notebook
+    stops there, and so does the pipeline, which then records nothing of the run.
     """
     if results_path is None:
         return
+    stopped = _stopped_rows(entries)
+    if stopped:
+        raise ValueError(
+            f"not recorded: Stop ended the training of {', '.join(stopped)}; a stopped run is not "
+            "the budget's run. Run the notebook again to the end."
+        )
     path = Path(results_path)
     current = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
     path.write_text(json.dumps(_merge(current, entries), indent=1), encoding="utf-8")

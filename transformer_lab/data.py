@@ -59,7 +59,13 @@ def _local_override(location: str) -> Path:
             f"{OVERRIDE_ENV}={location} does not exist. Point it at a copy of Tiny Shakespeare, "
             f"a folder holding one, or a mirror URL; or unset it to download from {CORPUS_URL}."
         )
-    digest = _sha256(path)
+    try:
+        digest = _sha256(path)
+    except OSError as err:
+        raise CorpusError(
+            f"{OVERRIDE_ENV}={location} cannot be read ({err.strerror or err}). Make the file "
+            "readable, or point the variable at another copy of Tiny Shakespeare."
+        ) from err
     if digest != CORPUS_SHA256:
         raise CorpusError(
             f"{path} is not the course corpus: SHA-256 {digest}, expected {CORPUS_SHA256}. "

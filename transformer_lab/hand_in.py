@@ -7,7 +7,9 @@ there from the same source, in the same step, as the release itself, so the expe
 notebook a student opens cannot disagree, whichever wheel the runtime installed. This module is
 the part that runs no check: reading the notebook where it runs (on Colab the copy its editor
 holds, what File → Download gives; elsewhere the saved file), what is wrong with its graded
-cells, and the receipt the check leaves, which the grader reads back (`receipt_problem`).
+cells, which cells to run again for a check's code to run (`cells_to_run_again`), and the receipt
+the check leaves, which the grader reads back (`receipt_problem`). The workshop's notebooks end
+with the same call, which says whether the notebook is complete.
 
 The receipt is an output of the hand-in cell, not the notebook's metadata: on Colab a kernel
 cannot write the notebook (the browser holds it; get_ipynb only reads), and elsewhere a kernel
@@ -19,9 +21,12 @@ student can edit it) and never changes a score.
 
 from __future__ import annotations
 
+import builtins
 import hashlib
 import json
 import os
+import re
+import symtable
 import sys
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -160,6 +165,67 @@ def _called(grade_id: str, what: str) -> str:
     if what == YOUR_ANSWER:
         return f"the written answer of {title} ({grade_id})"
     return f"the check cell of {title} ({grade_id})"
+
+
+def cells_to_run_again(
+    nb: dict, at: int, code: str, namespace: dict, release: dict[str, str]
+) -> list[int]:
+    """The cells above cell `at` to run again, in order, for `code` to run in `namespace`: each
+    cell that last set a name the code reads and the namespace lacks, then likewise for what
+    those cells read; never the whole notebook. So in 04 the cell that trains is never among
+    them unless what the code reads comes from training alone: what reads the saved model comes
+    from the cells that load it. Where nothing is missing (a name the kernel holds went wrong),
+    the exercise's own cells above `at`."""
+    cells = nb["cells"]
+    names = {
+        i: _names(text_of(c)) for i, c in enumerate(cells[:at]) if c.get("cell_type") == "code"
+    }
+    chosen: set[int] = set()
+    wanted = [(name, at) for name in _names(code)[1]]
+    while wanted:
+        name, before = wanted.pop()
+        setting = [i for i in range(before) if i in names and name in names[i][0]]
+        if name in namespace or not setting or setting[-1] in chosen:
+            continue
+        chosen.add(setting[-1])
+        wanted += [(read, setting[-1]) for read in names[setting[-1]][1]]
+    if not chosen:
+        title = exercise_title(grade_id(cells[at]) or "")
+        chosen = {i for i in names if release.get(grade_id(cells[i]) or "") == YOUR_CODE}
+        chosen = {i for i in chosen if exercise_title(grade_id(cells[i])) == title}
+    return sorted(chosen)
+
+
+def _names(code: str) -> tuple[set[str], set[str]]:
+    """(the names a cell's code sets, those it reads from the namespace), as Python's own
+    symbol table scopes them; a magic line (`%pip`, `!ls`) is read as `pass`."""
+    lines = [re.sub(r"^(\s*)[%!].*$", r"\1pass", line) for line in code.splitlines()]
+    try:
+        table = symtable.symtable("\n".join(lines), "<cell>", "exec")
+    except SyntaxError:
+        return set(), set()
+    symbols = table.get_symbols()
+    sets = {s.get_name() for s in symbols if s.is_assigned() or s.is_imported()}
+    reads = {s.get_name() for s in symbols if s.is_referenced()} - sets
+    inner = table.get_children()
+    while inner:
+        scope = inner.pop()
+        reads |= {s.get_name() for s in scope.get_symbols() if s.is_referenced() and s.is_global()}
+        inner += scope.get_children()
+    return sets, reads - set(vars(builtins))
+
+
+def cell_name(cell: dict, at: int, release: dict[str, str]) -> str:
+    """How a student finds a code cell: the exercise's cell it is, the parameters cell, its
+    form's title, else its place."""
+    graded, text = grade_id(cell), text_of(cell)
+    if graded in release:
+        return _called(graded, release[graded])
+    if "parameters" in cell.get("metadata", {}).get("tags", []):
+        first = re.search(r"^(\w+)\s*=", text, re.MULTILINE)
+        return "the parameters cell" + (f" (the one that sets {first[1]})" if first else "")
+    title = re.search(r"^\s*#\s*@title\s+(.+?)\s*$", text, re.MULTILINE)
+    return f'the cell "{title[1]}"' if title else f"cell {at + 1} from the top"
 
 
 def problems(nb: dict, release: dict[str, str], ran: list[str] | None = None) -> list[Problem]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from .evaluate import Score
+from .train import stopped_words
 
 
 @dataclass(frozen=True)
@@ -23,6 +24,16 @@ class ResultRow:
     # where train_seconds was measured ("Tesla T4", "cpu"): shown beside it, since a row read
     # from the record and the student's own can sit in one table
     trained_on: str | None = None
+    # the steps taken where Stop (■) ended the training, of `steps`; None: it took them all
+    stopped_at: int | None = None
+
+    @property
+    def stopped(self) -> str | None:
+        """'stopped at step 412 of 1,500' where Stop ended its training; None where it ran its
+        budget. A stopped row is never a run of its budget: the table and the record say so."""
+        if self.stopped_at is None:
+            return None
+        return stopped_words(self.stopped_at, self.steps)
 
     @classmethod
     def from_training(
@@ -41,6 +52,7 @@ class ResultRow:
             train_seconds=history.wall_time_s,
             recipe=history.recipe.as_dict(),
             trained_on=device_name(history.device),
+            stopped_at=history.stopped_at,
         )
 
     @classmethod
@@ -57,7 +69,12 @@ class ResultRow:
         )
 
     def as_dict(self) -> dict:
-        return asdict(self)
+        """Every field; `stopped_at` only where Stop ended the training, so that a row that ran
+        its budget reads as rows always have (data/baselines.json)."""
+        row = asdict(self)
+        if self.stopped_at is None:
+            del row["stopped_at"]
+        return row
 
 
 def _cell(value, spec: str) -> str:
@@ -72,6 +89,8 @@ def results_markdown(rows: list[ResultRow]) -> str:
     ]
     for r in rows:
         steps = "counts" if r.steps is None else f"{r.steps:,} × {r.batch_size}"
+        if r.stopped:
+            steps = f"{r.stopped_at:,} of {r.steps:,} × {r.batch_size}, stopped"
         seconds = _cell(r.train_seconds, ",.0f") + (" s" if r.train_seconds is not None else "")
         if r.train_seconds is not None and r.trained_on:
             seconds += f" ({r.trained_on})"
@@ -79,4 +98,17 @@ def results_markdown(rows: list[ResultRow]) -> str:
             f"| {r.model} | {r.lab} | {_cell(r.parameters, ',')} | {steps} | {seconds} "
             f"| {r.nats:.4f} | {r.perplexity:.3f} | {r.bits:.4f} |"
         )
-    return "\n".join(lines)
+    return "\n".join(lines + _stopped_note(rows))
+
+
+def _stopped_note(rows: list[ResultRow]) -> list[str]:
+    """A line under the table for the rows whose training Stop ended, none where there are none."""
+    stopped = [f"the {r.model} {r.stopped}" for r in rows if r.stopped]
+    if not stopped:
+        return []
+    return [
+        "",
+        f"Stop (■) ended the training early: {'; '.join(stopped)}. Such a row is what the model "
+        "learned in the steps it took, not a run of the budget; run the training cell again to "
+        "start over.",
+    ]

@@ -7,8 +7,11 @@ from the notebook (transformer_lab/needs.py). The later notebooks find it where 
 the trained model (transformer_lab/saving.py): on Colab in the student's Google Drive
 (`MyDrive/transformer-lab/`, mounted or declined once, in each notebook's setup cell, as
 `USE_DRIVE` says), elsewhere beside the notebook. A piece that is missing or fails to import is
-the course's, and each notebook says whose each piece is. The re-run of a piece's own checkpoint,
-and the rule that grading uses none of this, live with the checks (checkpoints/yours.py).
+the course's, and each notebook says whose each piece is. Each piece's section line records when
+its checkpoint passed and in which cell run (`Kept`): an edit that then fails leaves that version
+kept, the failing check says so, and the later notebooks name the version they run. The re-run of
+a piece's own checkpoint (checkpoints/_core.py `check_again`), and the rule that grading uses none
+of this, live with the checks (checkpoints/yours.py).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import textwrap
 import types
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from datetime import datetime
 from pathlib import Path
 from typing import NamedTuple
 
@@ -34,9 +38,10 @@ MODULE = Path("my_transformer.py")  # beside the notebook, or in the Drive's cou
 
 HEADER = '''"""Your pieces of the transformer, kept by the Transformer Lab notebooks.
 
-Each function below was copied here when its exercise's checkpoint passed; the later notebooks
-build the mini-GPT from them (the course's own where one is missing). To change one, edit it in
-its notebook and run that checkpoint again: the notebook keeps the new version here.
+Each function below was copied here when its exercise's checkpoint passed (its line says when,
+and in which run of the cell); the later notebooks build the mini-GPT from them (the course's own
+where one is missing). To change one, edit it in its notebook and run that checkpoint again: the
+notebook keeps the new version here once it passes, and the last that passed until then.
 """
 
 import math
@@ -45,7 +50,54 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 '''
-_SECTION = re.compile(r"^# --- (\w+), from notebook (\d\d) ---$", re.M)
+# A piece's section line: "# --- attention, from notebook 01, kept 2025-01-31T14:02:17+00:00 in
+# cell run [12] ---" (the record of `Kept`; a module kept before it was recorded has none).
+_SECTION = re.compile(r"^# --- (\w+), from notebook (\d\d)(?:, kept ([^\n]*?))? ---$", re.M)
+_KEPT = re.compile(r"(\S+)(?: in cell run \[(\d+)\])?")
+
+
+@dataclass(frozen=True)
+class Kept:
+    """Which version of a piece the module holds: when its checkpoint passed and kept it, and
+    the run of the cell it passed in (the number Jupyter shows beside the cell, "[12]"). It is
+    written in the piece's section line, so that a later notebook names the version it runs and
+    a failing checkpoint the version that still stands. None where not known."""
+
+    when: datetime | None = None
+    cell: int | None = None
+
+    @classmethod
+    def now(cls, cell: int | None = None) -> Kept:
+        return cls(datetime.now().astimezone().replace(microsecond=0), cell)
+
+    @classmethod
+    def read(cls, mark: str | None) -> Kept:
+        """The record a section line holds after "kept " ('' where it holds none); whatever is
+        edited out of shape is not known."""
+        found = _KEPT.fullmatch(mark or "")
+        if found is None:
+            return cls()
+        try:
+            when = datetime.fromisoformat(found[1])
+        except ValueError:
+            when = None
+        return cls(when, int(found[2]) if found[2] else None)
+
+    def mark(self) -> str:
+        """', kept 2025-01-31T14:02:17+00:00 in cell run [12]', for the section line."""
+        if self.when is None:
+            return ""
+        cell = f" in cell run [{self.cell}]" if self.cell is not None else ""
+        return f", kept {self.when.isoformat()}{cell}"
+
+    @property
+    def said(self) -> str:
+        """'2025-01-31 14:02 UTC, cell [12]'; '' where the time is not known."""
+        if self.when is None:
+            return ""
+        zone = f" {self.when.tzname()}" if self.when.tzname() else ""
+        cell = f", cell [{self.cell}]" if self.cell is not None else ""
+        return f"{self.when:%Y-%m-%d %H:%M}{zone}{cell}"
 
 
 @dataclass(frozen=True)
@@ -56,6 +108,7 @@ class Piece:
     fn: Callable
     yours: bool
     why: str  # where the student's was found, or why the course's stands in
+    kept: Kept | None = None  # the student's: which version the module holds
 
     @property
     def name(self) -> str:
@@ -68,13 +121,14 @@ class Piece:
     @property
     def line(self) -> str:
         """What a notebook prints about this piece, in one line."""
-        if self.yours:
-            return f"{self.name}: yours, from notebook {self.exercise.number} ({self.why})"
-        return f"{self.name}: the course's: {self.why}"
+        if not self.yours:
+            return f"{self.name}: the course's: {self.why}"
+        passed = f", passed {self.kept.said}" if self.kept is not None and self.kept.said else ""
+        return f"{self.name}: yours, from notebook {self.exercise.number}{passed} ({self.why})"
 
     def instead(self, why: str) -> Piece:
         """The course's piece in place of this one, saying why."""
-        return replace(self, fn=self.exercise.course, yours=False, why=why)
+        return replace(self, fn=self.exercise.course, yours=False, why=why, kept=None)
 
 
 class Pieces(NamedTuple):
@@ -200,18 +254,29 @@ def source_of(name: str, fn: Callable) -> str:
     return f"{above}\n\n\n{source}" if above else source
 
 
-def write_module(path: Path, sections: dict[str, str]) -> None:
-    parts = [HEADER]
+def _records(text: str) -> dict[str, Kept]:
+    """name -> the record of which version of each piece the module holds."""
+    return {m.group(1): Kept.read(m.group(3)) for m in _SECTION.finditer(text)}
+
+
+def write_module(path: Path, sections: dict[str, str], kept: dict[str, Kept] | None = None) -> None:
+    """The module holding `sections` (name -> source), each under its section line with its
+    record in `kept`, where there is one."""
+    parts, kept = [HEADER], kept or {}
     for name, exercise in PIECES.items():  # in the order the notebooks write them
         if name in sections:
-            parts.append(f"\n# --- {name}, from notebook {exercise.number} ---\n{sections[name]}\n")
+            mark = kept[name].mark() if name in kept else ""
+            parts.append(
+                f"\n# --- {name}, from notebook {exercise.number}{mark} ---\n{sections[name]}\n"
+            )
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(parts))
 
 
-def keep(name: str, fn: Callable, use_drive: bool | None = None) -> str:
-    """Copy the student's function, with what it needs, into their module; sentences that say
-    where, or why not, and which names it reads could not come with it."""
+def keep(name: str, fn: Callable, use_drive: bool | None = None, cell: int | None = None) -> str:
+    """Copy the student's function, with what it needs, into their module, recorded as kept now
+    in cell run `cell`; sentences that say where, or why not, and which names it reads could not
+    come with it."""
     exercise = PIECES[name]
     try:
         source, missing = source_of(name, fn), needed(fn).missing
@@ -219,9 +284,10 @@ def keep(name: str, fn: Callable, use_drive: bool | None = None) -> str:
         return f"Your {name} was not kept for the later notebooks: no source to copy ({err})."
     folder, why_not = drive_folder(use_drive, writing=True)
     path, where = _where(folder)
-    sections = _sections(path.read_text()) if path.is_file() else {}
-    sections[name] = source
-    write_module(path, sections)
+    text = path.read_text() if path.is_file() else ""
+    sections, kept = _sections(text), _records(text)
+    sections[name], kept[name] = source, Kept.now(cell)
+    write_module(path, sections, kept)
     said = f"Kept your {exercise.function} in {where}"
     if why_not in (None, OFF_COLAB):
         said += ": the later notebooks build the model from it."
@@ -295,5 +361,16 @@ def load(use_drive: bool | None = None) -> Pieces:
             )
             pieces.append(course.instead(why))
             continue
-        pieces.append(replace(course, fn=fn, yours=True, why=f"kept in {where}"))
+        kept = _records(text)[name]
+        pieces.append(replace(course, fn=fn, yours=True, why=f"kept in {where}", kept=kept))
     return Pieces(*pieces)
+
+
+def kept_version(name: str, use_drive: bool | None = None) -> tuple[Kept, str] | None:
+    """(which version, where) of piece `name` in the module a later notebook would load; None
+    where that module holds none."""
+    path, where, _ = find(use_drive)
+    if path is None:
+        return None
+    found = _records(path.read_text()).get(name)
+    return None if found is None else (found, where)

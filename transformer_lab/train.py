@@ -10,10 +10,13 @@ embedding (the student's) is what every step runs, never swapped for a faster ke
 from __future__ import annotations
 
 import math
+import os
 import statistics
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields, replace
+from functools import partial
 
 import torch
 import torch.nn as nn
@@ -152,10 +155,24 @@ class TrainHistory:
     wall_time_s: float = 0.0
     compiled: bool = False  # True when torch.compile ran the training steps
     loss_scale: float | None = None  # the GradScaler's final scale (fp16 only)
+    # The steps taken when Stop (■) ended the run in a notebook; None: it took the recipe's.
+    stopped_at: int | None = None
+
+    @property
+    def planned_steps(self) -> int:
+        return self.recipe.steps
 
     @property
     def steps(self) -> int:
-        return self.recipe.steps
+        """The steps it trained: the recipe's, or fewer where Stop ended it."""
+        return self.recipe.steps if self.stopped_at is None else self.stopped_at
+
+    @property
+    def stopped(self) -> str | None:
+        """'stopped at step 412 of 1,500' where Stop ended the run; None where it ran them all."""
+        if self.stopped_at is None:
+            return None
+        return stopped_words(self.stopped_at, self.recipe.steps)
 
     @property
     def precision(self) -> str:
@@ -164,6 +181,11 @@ class TrainHistory:
     @property
     def tokens_per_s(self) -> float:
         return self.steps * self.recipe.batch_size * self.recipe.T / self.wall_time_s
+
+
+def stopped_words(stopped_at: int, steps: int) -> str:
+    """How a run that Stop ended is named wherever it is shown: 'stopped at step 412 of 1,500'."""
+    return f"stopped at step {stopped_at:,} of {steps:,}"
 
 
 def lr_at(
@@ -287,7 +309,8 @@ def train_lm(
     embedding (`plugged_in`), print a one-line reason and train eagerly. Validation always runs
     eagerly. `history.compiled` says which ran. The batches: `run_windows`. Returns the history:
     the `Recipe` the loop read, training loss every `log_every` steps, validation loss every
-    `budget.eval_every` steps and at the end.
+    `budget.eval_every` steps and at the end. In a notebook, Stop (■) ends the loop at the step
+    it reached: the model keeps it, and the history says so (`stopped_at`, `_close_stopped`).
     """
     budget = recipe.budget
     if budget is None:
@@ -304,23 +327,57 @@ def train_lm(
     history = TrainHistory(budget.name, seed, str(device), recipe)
     step_module = _try_compile(model) if compile else model
     stepper = _TrainingStep(model, step_module, opt, scaler, precision)
-    running = torch.zeros((), device=device)
+    running, done = torch.zeros((), device=device), 0
     with tqdm(total=budget.steps, desc=desc, disable=not progress, leave=False) as bar:
         start = time.perf_counter()
-        for step in range(recipe.steps):
-            _set_lr(opt, recipe.lr_at(step))
-            x, y = windows_at(corpus.train, starts[step], recipe.T)
-            running += stepper.take(x, y, recipe.grad_clip, first=step == 0).detach()
-            done = step + 1
-            if done % log_every == 0 or done == recipe.steps:
-                _log_training_loss(history, running, done, time.perf_counter() - start, bar)
-            if done % budget.eval_every == 0 or done == recipe.steps:
-                loss = estimate_loss(model, corpus.val, val_starts, recipe.T, precision)
-                history.val_loss.append((done, loss))
+        try:
+            for step in range(recipe.steps):
+                _set_lr(opt, recipe.lr_at(step))
+                x, y = windows_at(corpus.train, starts[step], recipe.T)
+                running += stepper.take(x, y, recipe.grad_clip, first=step == 0).detach()
+                done = step + 1
+                if done % log_every == 0 or done == recipe.steps:
+                    _log_training_loss(history, running, done, time.perf_counter() - start, bar)
+                if done % budget.eval_every == 0 or done == recipe.steps:
+                    loss = estimate_loss(model, corpus.val, val_starts, recipe.T, precision)
+                    history.val_loss.append((done, loss))
+        except _stop_in_a_notebook():  # Stop (■) pressed on the cell: the steps taken are kept
+            history.stopped_at = done
+        if history.stopped_at is not None:  # past the except: a second Stop ends it at once
+            validate = partial(estimate_loss, model, corpus.val, val_starts, recipe.T, precision)
+            _close_stopped(history, running, time.perf_counter() - start, bar, desc, validate)
         history.wall_time_s = time.perf_counter() - start
     history.compiled, history.loss_scale = stepper.compiled, _final_scale(scaler)
     model.eval()
     return history
+
+
+GRADING_ENV = "NBGRADER_EXECUTION"  # set in the kernels nbgrader grades in
+STOPPED = "the model keeps what it learned; run the cell again to start over"
+
+
+def _stop_in_a_notebook() -> type[KeyboardInterrupt] | tuple:
+    """What `train_lm` catches: KeyboardInterrupt in an IPython shell (a notebook's kernel),
+    where it is Stop (■) pressed on a cell whose later cells want the model. Nothing in a
+    script, where Ctrl-C ends the program as ever (a sweep's or a ladder's run is never kept
+    half-trained), nor while nbgrader grades, where the interrupt is a cell's timeout: the
+    cell ends there, and the kernel is free for the next."""
+    ipython = sys.modules.get("IPython")
+    in_a_notebook = ipython is not None and ipython.get_ipython() is not None
+    return KeyboardInterrupt if in_a_notebook and not os.environ.get(GRADING_ENV) else ()
+
+
+def _close_stopped(
+    history: TrainHistory, running, elapsed: float, bar, desc: str, validate: Callable[[], float]
+) -> None:
+    """A run Stop ended: one line that says so, the training loss since the last log, and a
+    validation estimate at the step reached, so that the cells below have a number."""
+    done = history.stopped_at
+    print(f"{history.stopped.capitalize()} ({desc}): {STOPPED}")
+    if done > (history.train_loss[-1][0] if history.train_loss else 0):
+        _log_training_loss(history, running, done, elapsed, bar)
+    if not history.val_loss or history.val_loss[-1][0] != done:
+        history.val_loss.append((done, validate()))
 
 
 def run_windows(
@@ -470,5 +527,7 @@ def choose_lr(
         history = train_lm(
             make_model(), corpus, recipe, seed=seed, progress=progress, desc=f"lr {lr:g}"
         )
+        if history.stopped_at is not None:  # Stop in a notebook: the whole sweep stops
+            raise KeyboardInterrupt
         losses[lr] = history.val_loss[-1][1]
     return min(losses, key=losses.get), losses

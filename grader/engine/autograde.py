@@ -30,7 +30,7 @@ import subprocess
 import sys
 import uuid
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import nbformat
@@ -195,6 +195,8 @@ def prepare(layout: Layout, student: str, assignment: str, path: Path, release) 
         return None, outcome
     nb = sanitize(checked.notebook, layout, student, assignment)
     outcome.flags = review.flags(nb, release)
+    made_from = review.made_from(nb, release)
+    outcome.made_from = asdict(made_from) if made_from else None
     return nbformat.writes(nb), outcome
 
 
@@ -381,6 +383,7 @@ def _unchanged(layout: Layout, outcome: Outcome, last: dict) -> Outcome:
         kept = save_scores(executed, layout, student, assignment)
     kept.status, kept.repairs, kept.seconds = Status.UNCHANGED, outcome.repairs, last["seconds"]
     kept.flags, kept.reason = outcome.flags, last.get("reason", "")
+    kept.made_from = outcome.made_from
     return kept
 
 
@@ -393,7 +396,7 @@ def _finish(run: _Run, result: dict, key: str, outcome: Outcome) -> Outcome:
     executed = nbformat.reads(result["notebook"], 4)
     graded = save_scores(executed, layout, *whose, run.carried.get(whose))
     graded.repairs, graded.seconds = outcome.repairs, result["seconds"]
-    graded.flags = outcome.flags
+    graded.flags, graded.made_from = outcome.flags, outcome.made_from
     notes = [kernel_death_note(executed, result.get("died_in")), result.get("process_cap")]
     graded.reason = "; ".join(note for note in notes if note)
     layout.job(outcome.student, outcome.assignment).write_text(

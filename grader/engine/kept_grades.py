@@ -17,7 +17,8 @@ last graded, which is what the formgrader showed), and puts them right after it 
 The record, COURSE/hand_grades.jsonl, is written one line per event and never rewritten. It also
 carries a notebook's hand grades across an errata that rebuilds the notebook in the gradebook
 (grader/term/errata.py): every score, extra credit, comment and flag, keyed by student, grade id
-and the digest of the answer it judged, so that none is lost.
+and the digest of the answer it judged, so that none is lost; and each hand score left standing
+on a cell whose points a release changed ("points changed", with both maxima: term/overrides.py).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from ..course import Layout
 from ..outcome import SetAside
 
 SET_ASIDE, KEPT, CLEARED, SAVED = "set aside", "kept", "cleared", "saved for errata"
+POINTS_CHANGED = "points changed"  # a release changed the points of a hand-scored cell
 
 
 @dataclass(frozen=True)

@@ -60,6 +60,8 @@ def _defines_same(release_cell, cell) -> bool:
 
 def read_notebook(raw: bytes) -> tuple[nbformat.NotebookNode | None, str | None]:
     """Parse a submission at nbformat 4.5 (cell ids added); or None and the reason it can't be."""
+    if not raw.strip():
+        return None, f"the file is empty ({len(raw)} bytes) [empty]"
     try:
         data = json.loads(raw.decode("utf-8-sig"))
     except UnicodeDecodeError:
@@ -212,6 +214,8 @@ def _put_release_metadata_back(release, sub, graded, matched, repairs) -> list[i
         cell = sub[matched[i]]
         if "nbgrader" not in cell.metadata:
             repairs.append(f"{grade_id}: grading metadata restored (cell {matched[i] + 1})")
+        if _edited_check(want, cell):
+            repairs.append(f"{grade_id}: check edited, restored from the release")
         cell.metadata["nbgrader"] = copy.deepcopy(want.metadata.nbgrader)
         if cell.cell_type != want.cell_type:
             repairs.append(f"{grade_id}: was a {cell.cell_type} cell, restored to {want.cell_type}")
@@ -221,6 +225,30 @@ def _put_release_metadata_back(release, sub, graded, matched, repairs) -> list[i
             repairs.append(f"{grade_id}: tag that would skip it removed")
             cell.metadata["tags"] = tags
     return restored
+
+
+def _edited_check(want, cell) -> bool:
+    """Whether a check cell holds other code than the release's, which nbgrader's sanitizing
+    puts back in its place (OverwriteCells). A check as another release handed it out (before an
+    errata, say) is not the student's edit: its own nbgrader checksum still vouches for it. A
+    cell of another type is said by its type's repair."""
+    meta = want.metadata.nbgrader
+    if not meta.get("grade") or meta.get("solution") or cell.cell_type != want.cell_type:
+        return False
+    if normal_source(cell) == normal_source(want):
+        return False
+    stamped = cell.metadata.get("nbgrader", {}).get("checksum")
+    return not stamped or stamped != _checksum(cell)
+
+
+def _checksum(cell) -> str | None:
+    """nbgrader's checksum of a cell as its own metadata labels it; None where it cannot say."""
+    from nbgrader.utils import compute_checksum
+
+    try:
+        return compute_checksum(cell)
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return None
 
 
 def _insert_restored(release, sub, restored: list[int], position: dict[int, int]) -> None:

@@ -25,9 +25,10 @@ do not. Data files (the recorded model) count by their bytes.
 
 Not in it, so editing them regrades no one: the after-the-lab reading (transformer_lab/reading/:
 the readings of the record, the ladder, the figures, their templates), which the notebooks show
-and no check imports (tests/test_no_import_cycle.py holds it to the top floor); the term (grader/term/: rosters, due dates,
-reports, grade sheets, nbgrader's release, feedback and export); review.py, whose flags never
-change a score and are computed again for every submission at every run, kept or regraded;
+and no check imports (tests/test_no_import_cycle.py holds it to the top floor); the term
+(grader/term/: rosters, due dates, reports, grade sheets, nbgrader's release, feedback and
+export); review.py, whose flags never change a score and are computed again for every
+submission at every run, kept or regraded;
 grader/nbgrader_config.py, which names the term's plugins and the feedback's preprocessors,
 while what of it grading reads is keyed where it takes effect (the stubs in the release, the
 cell timeout in the run's settings); and baselines.json for a notebook that only shows its

@@ -10,19 +10,29 @@ solutions, the package's references or a classmate) are a matter for the whole c
 grader/term/copies/.
 
 Only the student's cells are read: the exercise cells and any cell the student added, as they
-ran (after the locked cells and hidden tests were restored), not the release's own cells.
+ran (after the locked cells and hidden tests were restored), not the release's own cells, nor
+those of the earlier release the submission was made from (`made_from`): after an errata, the
+setup and hand-in cells of the copy a student downloaded before it are the course's, not the
+student's. A release notebook names the releases before it in its metadata (HISTORY), as
+grader/term/errata.py keeps them: when, their graded cells' ids, a digest of each code cell.
 """
 
 from __future__ import annotations
 
 import ast
+import hashlib
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 import nbformat
 
 from ..cells import parse_cell
 from ..outcome import REVIEW, Flag
+from .preflight import normal_source
+
+# Where a release notebook's metadata names the releases of it before this one.
+HISTORY = ("transformer_lab", "releases")
 
 # (what it does, pattern), matched against each line of the student's code.
 TOUCHES = (
@@ -99,12 +109,68 @@ def _writes(tree: ast.AST, aliases: dict[str, str]) -> Iterator:
             yield node.lineno, f"writes an attribute of {module}"
 
 
+@dataclass(frozen=True)
+class Release:
+    """An earlier release of a notebook, as the release's metadata names it (and as a report
+    would keep it: asdict is JSON)."""
+
+    released: str  # when, ISO 8601 with its offset
+    grade_ids: tuple[str, ...]  # its graded cells (nbgrader's grade ids), in order
+    code: tuple[str, ...]  # a digest of each of its code cells as shipped (`shipped`), sorted
+
+    @property
+    def date(self) -> str:
+        return self.released[:10]
+
+    @classmethod
+    def read(cls, saved: dict) -> Release:
+        """One as the metadata (or a report) holds it."""
+        return cls(saved["released"], tuple(saved["grade_ids"]), tuple(saved["code"]))
+
+
+def shipped(source: str) -> str:
+    """A code cell's digest as a release ships it; whitespace at line ends and around the cell
+    does not count (Colab and editors add and strip it)."""
+    return hashlib.sha256(normal_source({"source": source}).encode()).hexdigest()[:16]
+
+
+def summary(released: str, cells: list[dict]) -> dict:
+    """A release as the metadata of the releases after it names it: `cells` as the history
+    records them ({"type", "grade_id", "source"} each)."""
+    return {
+        "released": released,
+        "grade_ids": [c["grade_id"] for c in cells if c["grade_id"]],
+        "code": sorted({shipped(c["source"]) for c in cells if c["type"] == "code"}),
+    }
+
+
+def earlier(release: nbformat.NotebookNode) -> list[Release]:
+    """The releases before this one that its metadata names, oldest first."""
+    return [Release.read(r) for r in release.metadata.get(HISTORY[0], {}).get(HISTORY[1], [])]
+
+
+def made_from(nb: nbformat.NotebookNode, release: nbformat.NotebookNode) -> Release | None:
+    """The earlier release a submission was made from: the one that shipped more of its code
+    cells than any other and than this release (the latest, on a tie); None where that is this
+    release. Its locked cells are left out: the release's own were put back before grading."""
+    mine = {
+        shipped(c.source)
+        for c in nb.cells
+        if c.cell_type == "code" and not c.metadata.get("nbgrader", {}).get("locked")
+    }
+    now = len(mine & {shipped(c.source) for c in release.cells if c.cell_type == "code"})
+    best = max(reversed(earlier(release)), key=lambda r: len(mine & set(r.code)), default=None)
+    return best if best is not None and len(mine & set(best.code)) > now else None
+
+
 def _student_cells(nb: nbformat.NotebookNode, release: nbformat.NotebookNode):
     given = {c.source for c in release.cells if c.cell_type == "code"}
+    old = made_from(nb, release)
     for index, cell in enumerate(nb.cells):
         locked = cell.metadata.get("nbgrader", {}).get("locked")
         if cell.cell_type == "code" and not locked and cell.source not in given:
-            yield index, cell
+            if old is None or shipped(cell.source) not in old.code:
+                yield index, cell
 
 
 def flags(nb: nbformat.NotebookNode, release: nbformat.NotebookNode) -> list[Flag]:

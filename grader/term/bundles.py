@@ -30,6 +30,7 @@ import html
 import zipfile
 from pathlib import Path, PurePosixPath
 
+from ..engine import review
 from ..outcome import Status
 from . import collected, feedback_notes, hand_grading
 from .course_open import Course
@@ -135,9 +136,10 @@ def bundle_feedback(course: Course, pending: dict, partial: bool = False) -> lis
         if outcome.status in WHAT_TO_DO:
             not_graded.add((outcome.student, outcome.assignment))
             not_graded_page(course, outcome)
-        elif outcome.repairs:  # graded once repaired: the page tells the student what was
+        elif outcome.repairs or outcome.made_from:  # the page tells the student what was done
             page = layout.notebook("feedback", outcome.assignment, outcome.student)
-            feedback_notes.tell(page, outcome.repairs)
+            made_from = review.Release.read(outcome.made_from) if outcome.made_from else None
+            feedback_notes.tell(page, outcome.repairs, made_from)
     for (student, name), ids in pending.items():
         page = layout.notebook("feedback", name, student)
         if page.is_file() and (student, name) not in not_graded:

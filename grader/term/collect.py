@@ -42,17 +42,17 @@ import re
 import struct
 import time
 import zipfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
 from pathlib import Path, PurePosixPath
 
-from transformer_lab.hand_in import receipt_problem
+from transformer_lab.hand_in import DOWNLOAD, MIME, receipt_problem, receipts
 
 from ..course import GradingError
 from ..engine import preflight
 from . import canvas, collected, term_log
-from .collected import ATTACHMENT, GIVEN, NO_TIME, Kept, Store
+from .collected import ATTACHMENT, EMPTY, GIVEN, NO_TIME, Kept, Store
 from .course_open import Course
 from .names import namer
 from .roster import Named, Roster, lms_name
@@ -63,6 +63,18 @@ from .settings import aware, compile_pattern
 COPY_MARKS = re.compile(r"(?<![^\W_])copy of |\(\d+\)| +- +copy\b", re.IGNORECASE)
 SEPARATORS = " _-.\t"
 SHOWN = 10  # lines of each kind the terminal gets; the report has them all
+# Stable codes of what collect finds in a file, in Found.codes and last in its note in brackets,
+# as a check's mistake code ends its message (checkpoints/_core.py): a file that is not what
+# was handed out (the workshop's copy, another release's notebook, no notebook at all, an empty
+# one: collected.EMPTY), and what its own "Before you hand in" left in it.
+WORKSHOP_COPY, NOT_THIS_RELEASE, NOT_A_NOTEBOOK = (
+    "workshop_copy",
+    "not_this_release",
+    "not_a_notebook",
+)
+NOT_READY, CHANGED_AFTER_CHECK = "not_ready", "changed_after_check"
+WRONG_FILE = (WORKSHOP_COPY, NOT_THIS_RELEASE)  # graded as it is: named on the terminal too
+AS_IS = "graded as it is, against this release's checks and points"
 
 
 class FileStatus(StrEnum):
@@ -105,6 +117,8 @@ class Found:
     sha256: str = ""  # of a notebook placed: its name in collected/
     status: FileStatus = FileStatus.SKIPPED
     wrong: str = ""  # the notebook it is, where it was handed in for another (`assignment`)
+    codes: list[str] = field(default_factory=list)  # what collect found in it (codes above)
+    marks: list[tuple[str, str]] = field(default_factory=list)  # (code, what its note says)
 
 
 def student_id(text: str) -> str:
@@ -313,8 +327,10 @@ def identify(files, names: list[str], releases: dict, naming: Naming | None = No
         item = Found(str(path), mtime=mtime, raw=raw, mtime_from=mtime_from)
         found.append(item)
         if path.suffix.lower() != ".ipynb":
-            item.note = "skipped: not a notebook (.ipynb)"
+            _not_a_notebook(item, path, names, naming)
             continue
+        if not raw.strip():
+            item.codes.append(EMPTY)
         rest = _find_student(item, path, names, naming)
         meant = naming.handed_in_for(item)
         if meant:  # what it is, by its content alone: what it is called says nothing then
@@ -332,13 +348,117 @@ def identify(files, names: list[str], releases: dict, naming: Naming | None = No
             )
         elif assignment is None:
             item.note = "skipped: neither its name nor its content matches a released notebook"
+            if EMPTY in item.codes:
+                item.note += f" (it is empty) [{EMPTY}]"
         elif COPY_MARKS.search(path.stem) and not item.wrong:
             item.note = item.note or f"a copy's name, filed as {assignment}.ipynb"
+        if item.student and assignment and not item.wrong:
+            item.marks = marks(raw, releases[assignment], assignment)
+            item.codes += [code for code, _ in item.marks]
         if naming.times is not None and item.lms_user and assignment:
             when = naming.times.of(item.lms_user, assignment, item.order)
             if when is not None:
                 item.submitted_at, item.time_from = when, canvas.TIME_FROM
     return found
+
+
+def _not_a_notebook(item: Found, path: PurePosixPath, names: list[str], naming: Naming) -> None:
+    """A file that is no notebook (a .py, a PDF): skipped and not kept, but said with the student
+    and notebook its name gives (Canvas's names any upload), so that the student can be asked
+    for the notebook itself. A flat name that names no notebook names no one ("notes.txt")."""
+    rest = _find_student(item, path, names, naming)
+    item.assignment = naming.handed_in_for(item) or _name_match(rest, names)[0]
+    if item.assignment is None and naming.named(path) is None and not naming.student:
+        item.student, item.note = None, ""
+    kind = f"a {path.suffix} file" if path.suffix else "a file with no extension"
+    asked = item.student and item.assignment  # handed in for a notebook, not beside one
+    ask = f": ask {item.student} for the notebook itself ({DOWNLOAD})" if asked else ""
+    why = item.note.removeprefix("skipped: ")  # not on the roster, say
+    said = [f"skipped: not a notebook (.ipynb), {kind}{ask}", *([why] if why else [])]
+    item.note = "; ".join(said) + f" [{NOT_A_NOTEBOOK}]"
+    item.codes.append(NOT_A_NOTEBOOK)
+
+
+def marks(raw: bytes, release, name: str) -> list[tuple[str, str]]:
+    """(code, what to say) of each thing to note in a notebook handed in as `name`: not made
+    from this release (`release`), and what its own "Before you hand in" left in it."""
+    nb, _ = preflight.read_notebook(raw)
+    if nb is None:
+        return []
+    made = not_the_release(nb, release, name)
+    return ([made] if made else []) + _receipt_marks(nb)
+
+
+def _stamps(cells) -> dict[str, str | None]:
+    """grade id -> the checksum nbgrader's release wrote on its first cell (None: none)."""
+    found = {}
+    for cell in cells:
+        meta = cell.get("metadata", {}).get("nbgrader", {})
+        if meta.get("grade_id") and meta["grade_id"] not in found:
+            found[meta["grade_id"]] = meta.get("checksum")
+    return found
+
+
+def not_the_release(nb, release, name: str) -> tuple[str, str] | None:
+    """(code, what to say) where the graded cells' labels say a notebook was not made from this
+    release: nbgrader's labels without the checksum nbgrader's release writes on each are the
+    workshop's (maintainer/notebook_build.py labels it from the source, never releases it); a
+    checksum other than this release's is another release's (another course's or term's, or this
+    one's before an errata). None where it was, or where its labels are gone."""
+    mine, ours = _stamps(nb.cells), _stamps(release.cells)
+    if mine and not any(mine.values()):
+        return WORKSHOP_COPY, (
+            f"the workshop's notebook (notebooks/{name}.ipynb, solutions folded in), not the "
+            f"release: {AS_IS} [{WORKSHOP_COPY}]"
+        )
+    other = [grade_id for grade_id, stamp in mine.items() if stamp and stamp != ours.get(grade_id)]
+    if not other:
+        return None
+    return NOT_THIS_RELEASE, (
+        f"not made from this release: another release's {', '.join(other)} (another course's "
+        f"or term's, or this one's before an errata): {AS_IS} [{NOT_THIS_RELEASE}]"
+    )
+
+
+def _receipt_marks(nb) -> list[tuple[str, str]]:
+    """What the notebook's last "Before you hand in" left in its outputs (transformer_lab/
+    hand_in.py): that it said not ready, and what; that graded cells changed after it."""
+    said = max(receipts(nb), key=lambda r: str(r.get("checked", "")), default=None)
+    found = []
+    if said is not None and said.get("ready") is False:
+        found.append((NOT_READY, _not_ready(nb, said)))
+    changed = receipt_problem(nb)
+    if changed:
+        found.append((CHANGED_AFTER_CHECK, f"{changed} [{CHANGED_AFTER_CHECK}]"))
+    return found
+
+
+def _not_ready(nb, receipt: dict) -> str:
+    """What a receipt that says not ready records: the ❌ lines printed beside it, and each check
+    that did not pass with its code (a mistake code, "not run" or "raised")."""
+    checks = receipt.get("checks") if isinstance(receipt.get("checks"), dict) else {}
+    failed = [f"{grade_id} {code}" for grade_id, code in checks.items() if code]
+    parts = _crosses(nb, receipt) + (["checks: " + ", ".join(failed)] if failed else [])
+    return (
+        f'its "Before you hand in" said not ready ({receipt.get("checked") or "no time"}): '
+        f"{'; '.join(parts) or 'nothing more'} [{NOT_READY}]"
+    )
+
+
+def _crosses(nb, receipt: dict) -> list[str]:
+    """The ❌ lines the hand-in cell printed above its receipt, as the cell's outputs saved them."""
+    for cell in nb.cells:
+        outputs = cell.get("outputs", []) if cell.get("cell_type") == "code" else []
+        if not any(out.get("data", {}).get(MIME) is receipt for out in outputs):
+            continue
+        streams = [out for out in outputs if out.get("output_type") == "stream"]
+        text = "".join("".join(out.get("text", "")) for out in streams)
+        return [
+            line.strip().replace("|", "\\|")
+            for line in text.splitlines()
+            if line.lstrip().startswith("❌")
+        ]
+    return []
 
 
 def _named_or_recognised(item: Found, path: PurePosixPath, rest: str, names, releases):
@@ -452,14 +572,8 @@ def _keep(found: list[Found], store: Store, batch: str, broken) -> None:
             item.status, item.note = FileStatus.WRONG, wrong_note(item, who)
         elif item.status == FileStatus.NEW:
             item.status, why = _verdict(item, store, before, batch_files)
-            item.note = "; ".join(n for n in (why, item.note, _hand_in_note(item.raw)) if n)
-
-
-def _hand_in_note(raw: bytes) -> str:
-    """What the receipt of the notebook's own hand-in check says of it (transformer_lab/
-    hand_in.py): the graded cells changed after it, or nothing."""
-    nb, _ = preflight.read_notebook(raw)
-    return (nb is not None and receipt_problem(nb)) or ""
+            said = (why, item.note, *(text for _, text in item.marks))
+            item.note = "; ".join(n for n in said if n)
 
 
 def _kept(item: Found, batch: str, now: float, broken: str) -> Kept:
@@ -639,6 +753,7 @@ def summary(found: list[Found], adopted: list[Kept], changed: list, zone=None) -
         lines += [_said(item) for item in mine[:SHOWN]]
         if len(mine) > SHOWN:
             lines.append(f"{status}: {len(mine) - SHOWN} more in the report")
+    lines += _wrong_files(found)
     for kept in adopted:
         lines.append(
             f"recorded from {kept.source}: {kept.short}, handed in "
@@ -647,6 +762,19 @@ def summary(found: list[Found], adopted: list[Kept], changed: list, zone=None) -
     if changed:
         lines.append(f"submitted/: {len(changed)} notebooks written or replaced")
     return "\n".join(lines)
+
+
+def _wrong_files(found: list[Found]) -> list[str]:
+    """A line for each file that counts though it is not the release handed out (the workshop's
+    copy, another release's notebook), SHOWN of them: it is graded as it is."""
+    counted = [f for f in found if f.status == FileStatus.COUNTS]
+    said = [(f, text) for f in counted for code, text in f.marks if code in WRONG_FILE]
+    lines = [
+        f"{FileStatus.COUNTS}: {f.source} ({f.student} / {f.assignment}): {t}" for f, t in said
+    ]
+    if len(lines) > SHOWN:
+        lines[SHOWN:] = [f"not the release handed out: {len(lines) - SHOWN} more in the report"]
+    return lines
 
 
 def _said(item: Found) -> str:

@@ -50,6 +50,7 @@ GIVEN, IN_SUBMITTED = "given", "submitted/"
 INSTRUCTOR_TIMES = (GIVEN, IN_SUBMITTED)
 NO_TIME = "none"  # no source recorded when it was handed in
 ATTACHMENT = "attachment id"  # Canvas's order of uploads, the one order an LMS writes
+EMPTY = "empty"  # the code of a file with nothing in it (a failed download or upload)
 
 
 def sha256(raw: bytes) -> str:
@@ -370,6 +371,8 @@ def checker(course: Course):
     releases = {}
 
     def broken(raw: bytes, assignment: str) -> str:
+        if not raw.strip():  # JSON's "Expecting value" would name no cause
+            return f"the file is empty ({len(raw)} bytes{', all blank' if raw else ''}) [{EMPTY}]"
         if assignment not in releases:
             releases[assignment] = course.layout.release_notebook(assignment)
         return preflight.preflight(raw, releases[assignment]).quarantined or ""

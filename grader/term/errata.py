@@ -17,26 +17,39 @@ are submissions", nbgrader issue #1699); the kit carries it out, in the release'
 
 With ERRATA=refuse, such a change is refused instead, in one line naming the submissions and the
 routes (`refusal`), before anything is written.
+
+A hand score left standing on a cell whose points the release changed (in place or rebuilt) is
+named in the release's output and the term's log with the maximum it was given against and the
+new one, and written to the record (overrides.rescaled): 1 of 2 need not mean 1 of 3.
+
+A submission made from an older release is not its student's fault: each release's cells are kept
+by notebook, dated, in COURSE/reports/releases.jsonl (`keep_history`, never rewritten), and each
+release notebook names the releases of it before it in its metadata (review.HISTORY), so that
+grading knows the release a submission was made from (review.made_from) and does not flag the
+cells that release shipped.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 import nbformat
 
 from ..cells import answers
 from ..course import Layout
 from ..engine import autograde as engine
-from ..engine import kept_grades
+from ..engine import kept_grades, review
 from ..outcome import SCORED
-from . import copies, hand_grading, term_log
+from . import copies, hand_grading, overrides, term_log
 from .course_open import Course
 from .names import namer
 from .nbgrader_apps import gradebook
 from .scores import merged, settle, write_scores_table
 
 CARRY, REFUSE = "carry", "refuse"
+HISTORY = "releases.jsonl"  # in reports/: each release's cells by notebook, dated, one line each
 
 
 @dataclass(frozen=True)
@@ -202,6 +215,8 @@ def report(course: Course, changes, outcomes, carried: dict, seconds: float, iso
     lines = [c.text() for c in changes]
     if outcomes:
         lines += _regraded(course, outcomes, carried, seconds, isolated)
+    said = _rescaled(course, changes)
+    lines += [said] if said else []
     if changes:
         term_log.append(course, "release", "\n".join(lines))
     return lines
@@ -230,6 +245,20 @@ def _regraded(course: Course, outcomes, carried: dict, seconds: float, isolated:
     return lines
 
 
+def _rescaled(course: Course, changes: list[Change]) -> str:
+    """The hand scores left standing on cells whose points changed, named with both maxima and
+    written to the record (overrides.rescaled): after a regrade, so that an override set aside
+    by it is not among them. What to print; empty where there are none."""
+    points = {c.notebook: c.points for c in changes if c.points and c.submissions}
+    if not points:
+        return ""
+    with gradebook(course) as gb:
+        found = overrides.rescaled(gb, points)
+        who = namer(course, gb)
+    overrides.record_rescaled(course, found)
+    return overrides.said_rescaled(found, who)
+
+
 def _on_record_only(layout: Layout, carried: dict, graded: set) -> list[tuple[str, str, str]]:
     """(student, notebook, grade id) of each hand score carried that found no grade to go back
     to: its cell is gone from the release, or the submission was not graded."""
@@ -240,4 +269,66 @@ def _on_record_only(layout: Layout, carried: dict, graded: set) -> list[tuple[st
         for (s, n), hands in sorted(carried.items())
         for h in hands
         if h.scored and ((s, n) not in graded or h.grade_id not in ids[n])
+    ]
+
+
+def keep_history(staging, names: list[str]) -> None:
+    """Each notebook just released in `staging` (nbgrader_apps.Staging) recorded in the history,
+    where its cells differ from the last recorded, and its release notebook's metadata naming the
+    releases before it (review.HISTORY). The first release of a notebook is recorded; so is a
+    release the course made before it kept a history, dated by its file, once one differs."""
+    course, stage = staging.course, staging.layout
+    staging.take(course.report(HISTORY), stage.report(HISTORY))
+    records = released(stage)
+    added = []
+    for name in names:
+        nb = stage.release_notebook(name)
+        kept = [r for r in records + added if r["notebook"] == name]
+        added += _new_records(course, name, _recorded_cells(nb), kept)
+        before = [r for r in records + added if r["notebook"] == name][:-1]
+        if before:  # the last is this release
+            history = [review.summary(r["released"], r["cells"]) for r in before]
+            nb.metadata.setdefault(review.HISTORY[0], {})[review.HISTORY[1]] = history
+            nbformat.write(nb, stage.notebook("release", name))
+    with stage.report(HISTORY).open("a", encoding="utf-8") as out:
+        out.writelines(json.dumps(r) + "\n" for r in added)
+
+
+def released(layout: Layout) -> list[dict]:
+    """Every release recorded, oldest first: {"notebook", "released", "cells"}; [] before any."""
+    path = layout.report(HISTORY)
+    lines = path.read_text(encoding="utf-8").splitlines() if path.is_file() else []
+    return [json.loads(line) for line in lines if line.strip()]
+
+
+def _recorded_cells(nb) -> list[dict]:
+    """A release notebook's cells as the history records them."""
+    return [
+        {
+            "type": c.cell_type,
+            "grade_id": c.metadata.get("nbgrader", {}).get("grade_id"),
+            "source": c.source,
+        }
+        for c in nb.cells
+    ]
+
+
+def _new_records(course: Layout, name: str, shipped: list[dict], kept: list[dict]) -> list[dict]:
+    """What to add to the history for notebook `name` released with cells `shipped`, its records
+    so far `kept`: nothing where the last is the same; where there are none yet, the release the
+    course holds (dated by its file) if it differs, then this one."""
+    now = datetime.now(UTC).astimezone().isoformat(timespec="seconds")
+    this = {"notebook": name, "released": now, "cells": shipped}
+    if kept:
+        return [] if kept[-1]["cells"] == shipped else [this]
+    path = course.notebook("release", name)
+    if not path.is_file():
+        return [this]
+    cells = _recorded_cells(nbformat.read(path, 4))
+    if cells == shipped:
+        return []
+    made = datetime.fromtimestamp(path.stat().st_mtime, UTC).astimezone()
+    return [
+        {"notebook": name, "released": made.isoformat(timespec="seconds"), "cells": cells},
+        this,
     ]

@@ -6,6 +6,11 @@ the student, in a box at the top of their feedback page: what was wrong with the
 handed in, and what the grader did about it, so that a restored check or an ignored copy does not
 go unexplained. The repairs are read in preflight's own words; one this module does not know is
 told as it stands.
+
+A submission made from an earlier release (grader/engine/review.made_from, after an errata) is not
+its student's fault: its page says first which release it was made from and that the grader
+brought it up to date, and the repairs that release explains (a graded cell the errata added, one
+it removed) are told there, as the update they are, never as the student's doing.
 """
 
 from __future__ import annotations
@@ -17,6 +22,8 @@ from pathlib import Path
 from transformer_lab.catalogue import of_cell
 from transformer_lab.hand_in import KINDS
 
+from ..engine.review import Release
+
 MARK = 'id="repairs"'
 BOX = """<div class="alert alert-info" {mark}><strong>Your file was repaired before it was
 graded.</strong>
@@ -26,7 +33,25 @@ graded.</strong>
 <p>Next time, run the notebook's last cell, <em>Before you hand in</em>, before you download it:
 it finds these while you can still fix them.</p>
 </div>"""
+RELEASE_MARK = 'id="old-release"'
+OLD_RELEASE = """<div class="alert alert-info" {mark} data-release="{date}"><strong>Your notebook
+was made from the release of {date}; the grader brought it up to date.</strong> The notebook
+changed after you downloaded your copy: your work was graded against the notebook as it is
+now.{items}
+</div>"""
+# The repairs an earlier release explains, as the update they are (_update).
+UPDATED = {
+    "removed": "{title}'s {cell} (cell {n} from the top) is no longer graded in this notebook; "
+    "it ran as an ordinary cell.",
+    "added": "{title}'s {cell} came with the later release: it was put in as handed out, and "
+    "graded.",
+}
 GRADE_ID = r"'?(?P<id>[\w-]+)'?"
+# preflight's repairs that an earlier release explains: a graded cell it had and this one lacks,
+# one this one has and it lacked.
+UNKNOWN_ID = rf"cell (?P<n>\d+): unknown grade id {GRADE_ID}, grading metadata removed"
+CHECK_MISSING = rf"{GRADE_ID}: check missing, restored from the release"
+STUB_MISSING = rf"{GRADE_ID}: exercise cell \(as a stub\) missing, restored from the release"
 # preflight's words -> the student's: {cell} is "cell", "check cell" or "written answer" (the
 # words of a dict are by which), {title} the exercise, {n} the cell's place from the top, {was}
 # and {want} a cell type.
@@ -37,13 +62,13 @@ SENTENCES = (
         "first was graded.",
     ),
     (
-        rf"cell (?P<n>\d+): unknown grade id {GRADE_ID}, grading metadata removed",
+        UNKNOWN_ID,
         "Cell {n} carried the grading label of a cell this notebook does not have ({id}), perhaps "
         "pasted from another notebook; it ran as an ordinary cell and was not graded.",
     ),
     (
         # nbgrader grades a written answer too: preflight calls every graded cell a check
-        rf"{GRADE_ID}: check missing, restored from the release",
+        CHECK_MISSING,
         {
             "written answer": "Your written answer for {title} was missing; it was put back "
             "empty, as handed out, so it counts as not answered.",
@@ -52,7 +77,13 @@ SENTENCES = (
         },
     ),
     (
-        rf"{GRADE_ID}: exercise cell \(as a stub\) missing, restored from the release",
+        # the student's edit, or a copy not made from the release: told without blame
+        rf"{GRADE_ID}: check edited, restored from the release",
+        "Your check cell for {title} did not hold the check as handed out; the check as handed "
+        "out was put back in its place and run, so your code was checked as everyone's was.",
+    ),
+    (
+        STUB_MISSING,
         "Your {cell} for {title} was missing; it was put back empty, as handed out, so {title} "
         "was graded as not done.",
     ),
@@ -101,15 +132,49 @@ def sentence(repair: str) -> str:
     return f"Your file was repaired before grading: {repair}."
 
 
-def tell(page: Path, repairs: list[str]) -> None:
+def explained(repairs: list[str], made_from: Release | None) -> tuple[list[str], list[str]]:
+    """(the repairs of the student's own file, those the release it was made from explains)."""
+    own = [r for r in repairs if _update(r, made_from) is None]
+    return own, [r for r in repairs if r not in own]
+
+
+def _update(repair: str, made_from: Release | None) -> str | None:
+    """A repair that the earlier release a submission was made from explains, as the update it
+    is: a graded cell of that release the current one lacks, or one the current one added;
+    None where it is the student's file's own."""
+    if made_from is None:
+        return None
+    removed = re.fullmatch(UNKNOWN_ID, repair)
+    if removed and removed["id"] in made_from.grade_ids:
+        return UPDATED["removed"].format(**removed.groupdict(), **_cell(removed["id"]))
+    added = re.fullmatch(CHECK_MISSING, repair) or re.fullmatch(STUB_MISSING, repair)
+    if added and added["id"] not in made_from.grade_ids:
+        return UPDATED["added"].format(**_cell(added["id"]))
+    return None
+
+
+def _release_box(made_from: Release, updated: list[str]) -> str:
+    items = "".join(f"\n<li>{html.escape(_update(r, made_from))}</li>" for r in updated)
+    return OLD_RELEASE.format(
+        mark=RELEASE_MARK,
+        date=made_from.date,
+        items=f"\n<ul>{items}\n</ul>" if items else "",
+    )
+
+
+def tell(page: Path, repairs: list[str], made_from: Release | None = None) -> None:
     """Put the repairs, a sentence each, at the top of a feedback page (once: a page told
-    already is left as it is; a page not written yet, as none)."""
-    if not repairs or not page.is_file():
+    already is left as it is; a page not written yet, as none). `made_from`: the earlier release
+    the submission was made from (review.made_from), said first with the repairs it explains."""
+    if not (repairs or made_from) or not page.is_file():
         return
     text = page.read_text(encoding="utf-8")
-    if MARK in text:
+    if MARK in text or RELEASE_MARK in text:
         return
-    items = "\n".join(f"<li>{html.escape(sentence(r))}</li>" for r in repairs)
-    box = BOX.format(mark=MARK, items=items)
+    own, updated = explained(repairs, made_from)
+    boxes = [_release_box(made_from, updated)] if made_from else []
+    items = "\n".join(f"<li>{html.escape(sentence(r))}</li>" for r in own)
+    boxes += [BOX.format(mark=MARK, items=items)] if own else []
+    box = "\n".join(boxes)
     text, found = re.subn(r"(<body[^>]*>)", lambda m: m[1] + "\n" + box, text, count=1)
     page.write_text(text if found else box + "\n" + text, encoding="utf-8")

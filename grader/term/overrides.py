@@ -9,13 +9,21 @@ autograde's report and export's summary until it is decided:
     python -m grader override clear STUDENT NOTEBOOK GRADE_ID    the autograde stands
 
 Either is written to the record and the term's log; nothing is deleted.
+
+A hand score whose cell's points a release changed (an errata moves ex1_check from 2 to 3
+points; the override said 1 of 2) keeps its number, as any hand grade of an unchanged answer
+does, but 1 of 2 need not mean 1 of 3: the release names each one for review, with the
+maximum it was given against and the new one (`rescaled`, `said_rescaled`), and writes it to
+the record ("points changed").
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ..course import GradingError
 from ..engine import kept_grades
-from ..engine.kept_grades import CLEARED, KEPT, SET_ASIDE
+from ..engine.kept_grades import CLEARED, KEPT, POINTS_CHANGED, SET_ASIDE
 from ..outcome import SetAside
 from . import term_log
 from .course_open import Course
@@ -81,6 +89,69 @@ def line(student: str, notebook: str, s: SetAside, who=str) -> str:
         f"counts, override {_score(s.override)} / {s.max_score:g} set aside (to count it again: "
         f"`{keep}`)"
     )
+
+
+@dataclass(frozen=True)
+class Rescaled:
+    """A hand score that a release left standing on a cell whose points it changed: given as
+    `manual_score` of `old_max`, it now reads as of `new_max`."""
+
+    student: str
+    notebook: str
+    grade_id: str
+    manual_score: float
+    old_max: float
+    new_max: float
+    written: bool = False  # a written answer's hand grade; else an override of a check
+
+
+def rescaled(gb, points: dict[str, dict[str, tuple[float, float]]]) -> list[Rescaled]:
+    """Each hand score the gradebook (`gb`) holds now on a cell whose points a release changed
+    (`points`: notebook -> grade id -> (points before, after), as errata.Change has them). An
+    override set aside holds no hand score: it is named as set aside, not here."""
+    found = []
+    for notebook, changed in sorted(points.items()):
+        written = {cell.name for cell in gb.find_notebook(notebook, notebook).solution_cells}
+        grades = (
+            (s.student.id, g) for s in gb.notebook_submissions(notebook, notebook) for g in s.grades
+        )
+        found += [
+            Rescaled(student, notebook, g.name, g.manual_score, *changed[g.name], g.name in written)
+            for student, g in grades
+            if g.name in changed and g.manual_score is not None
+        ]
+    return sorted(found, key=lambda r: (r.notebook, r.grade_id, r.student))
+
+
+def record_rescaled(course: Course, found: list[Rescaled]) -> None:
+    """Each one written to the record (hand_grades.jsonl), event "points changed", with both
+    maxima."""
+    for r in found:
+        hand = kept_grades.HandGrade(
+            r.student, r.notebook, r.grade_id, None, r.written, manual_score=r.manual_score
+        )
+        maxima = {"old_max": {r.grade_id: r.old_max}, "new_max": {r.grade_id: r.new_max}}
+        kept_grades.record(course.layout, POINTS_CHANGED, [hand], **maxima)
+
+
+def said_rescaled(found: list[Rescaled], who=str) -> str:
+    """The hand scores a release left standing on cells whose points it changed, each with the
+    maximum it was given against and the new one: for the release's output and the term's log.
+    Empty where there are none."""
+    if not found:
+        return ""
+    n = len(found)
+    lines = [
+        f"{n} hand score{'s' * (n != 1)} given against another maximum, to review (the release "
+        "changed the cell's points; the score stands as given, `make formgrader` to change it):"
+    ]
+    for r in found:
+        kind = "written answer" if r.written else "override"
+        lines.append(
+            f"  {r.notebook} {r.grade_id}, {who(r.student)}: {kind} {r.manual_score:g} of "
+            f"{r.old_max:g} when given, now of {r.new_max:g}"
+        )
+    return "\n".join(lines)
 
 
 def _score(value: float | None) -> str:

@@ -11,6 +11,12 @@ of Canvas's own ids is canvas.py's). FILE is any of
                              "Points Possible" rows and Canvas's test student are skipped)
     Moodle's participants or grades export  First name, Surname, ID number, Email address, ...
 
+Loading a roster that leaves out someone an earlier one had (a student who dropped the course)
+keeps them in the gradebook, with their submissions and grades, and in roster.csv below the class,
+marked with the day they left it (a column `dropped`, there once anyone has): `dropped` names
+them, collect no longer files their notebooks, and export leaves them out of its files unless
+asked. Back on a later roster, they are in the class again.
+
 Which column of an LMS's export is the student's id (the folder in submitted/, and the column
 of the Canvas import file it goes back to) is course.toml's choice:
 
@@ -40,6 +46,7 @@ import io
 import re
 import unicodedata
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 from ..course import GradingError
@@ -51,6 +58,9 @@ COLUMNS = ("id", "first_name", "last_name", "email", "lms_user_id")  # nbgrader'
 KEPT = {"sis_user_id": "SIS User ID", "sis_login_id": "SIS Login ID", "section": "Section"}
 ID_COLUMN = {"canvas": "SIS User ID", "moodle": "ID number"}  # course.toml's [roster] id
 MOODLE_NAMES = {"first_name": "First name", "last_name": "Surname", "email": "Email address"}
+# roster.csv's column for a student no longer on the class list: the day a roster without them
+# was loaded ("" for everyone on it).
+DROPPED = "dropped"
 
 # lib/content_zipper.rb of canvas-lms: sortable name (lower case, word characters only), LATE
 # where Canvas deems the submission late, user id, the attachment's id, its display name.
@@ -168,7 +178,7 @@ def _not_a_student(row: dict) -> bool:
 def _as_nbgrader(row: dict, lms: str, id_from: str) -> dict:
     """One row of an export as nbgrader's student CSV has it."""
     if lms == "nbgrader":
-        return {k: row.get(k) for k in (*COLUMNS, *KEPT) if k in row}
+        return {k: row.get(k) for k in (*COLUMNS, *KEPT, DROPPED) if k in row}
     if lms == "moodle":
         return {"id": row.get(id_from), **{k: row.get(v) for k, v in MOODLE_NAMES.items()}}
     last, _, first = (row.get("Student") or "").partition(", ")
@@ -191,30 +201,48 @@ def _no_id(path: Path, n: int, lms: str, roster_id: str | None, fieldnames: list
 
 
 def import_roster(course: Course, path: Path) -> tuple[int, int]:
-    """The roster into the gradebook (created or updated) and COURSE/roster.csv; (rows, new)."""
+    """The roster into the gradebook (created or updated) and COURSE/roster.csv, with whoever
+    an earlier roster had and this one has not below it, marked dropped; (rows, new). Nobody is
+    removed from the gradebook."""
     if not course.layout.step("release").is_dir():
         raise GradingError(
             f"{course.layout.root} has no release yet: run `make release` first (it makes the "
             "course folder and its gradebook), then `make roster`"
         )
+    # The file is the class now: a `dropped` column in it is not the instructor's to give.
     rows = read_csv(path, course.term.roster_id)
+    rows = [{k: v for k, v in row.items() if k != DROPPED} for row in rows]
     with gradebook(course, create=True) as gb:
         known = {s.id for s in gb.students}
         for row in rows:
             fields = {k: v for k, v in row.items() if k in COLUMNS[1:]}
             gb.update_or_create_student(row["id"], **fields)
+    on_it = {row["id"].casefold() for row in rows}
+    today = datetime.now(course.term.zone).date().isoformat()
+    left = [
+        row | {DROPPED: row.get(DROPPED) or today}
+        for row in kept_rows(course)
+        if row["id"].casefold() not in on_it
+    ]
     out = io.StringIO()
-    columns = [*COLUMNS, *KEPT]
+    columns = [*COLUMNS, *KEPT, *[DROPPED] * bool(left)]
     writer = csv.DictWriter(out, fieldnames=columns, lineterminator="\n")
     writer.writeheader()
-    writer.writerows({k: row.get(k) or "" for k in columns} for row in rows)
+    writer.writerows({k: row.get(k) or "" for k in columns} for row in rows + left)
     course.layout.roster.write_text(out.getvalue(), encoding="utf-8")
     return len(rows), sum(row["id"] not in known for row in rows)
 
 
 def kept_rows(course: Course) -> list[dict]:
-    """COURSE/roster.csv's rows, as `make roster` last kept them; [] before any."""
+    """COURSE/roster.csv's rows, as `make roster` last kept them, those who have left the class
+    list since included (marked DROPPED); [] before any."""
     return read_csv(course.layout.roster) if course.layout.roster.is_file() else []
+
+
+def dropped(course: Course) -> list[str]:
+    """The students no longer on the class list (on an earlier roster, not on the last one),
+    sorted: their work stays in the gradebook and the course folder."""
+    return sorted(row["id"] for row in kept_rows(course) if row.get(DROPPED))
 
 
 class Roster:
@@ -241,8 +269,11 @@ class Roster:
 
     @classmethod
     def of(cls, course: Course) -> Roster | None:
-        """The roster last loaded into this course, or None: collect then works without one."""
-        return cls(kept_rows(course)) if course.layout.roster.is_file() else None
+        """The class list last loaded into this course (who has left it aside), or None:
+        collect then works without one."""
+        if not course.layout.roster.is_file():
+            return None
+        return cls([row for row in kept_rows(course) if not row.get(DROPPED)])
 
     def match(self, named: Named) -> tuple[str | None, str]:
         """(roster id, '') or (None, why not)."""

@@ -7,6 +7,7 @@ course (course_open.py): a file edited while it runs applies from the next comma
 
 from __future__ import annotations
 
+import json
 import re
 import textwrap
 import tomllib
@@ -27,6 +28,12 @@ KEYS = {
     "assigned": ("every released notebook", "the notebooks that count, a list of names"),
     "extra_credit": (list(EXTRA_CREDIT), "assigned notebooks whose points add beyond the maximum"),
     "timezone": ("this machine's", "the zone of times written without an offset (IANA name)"),
+    "publish_url": (
+        "none: the published notebooks carry no Colab badge",
+        "where publish/ is pushed, github.com/ORG/REPO/blob/BRANCH[/FOLDER]: each published "
+        "notebook's Colab badge opens it and its setup cell installs the wheel from it; the first "
+        "`make release PUBLISH_URL=...` writes it here, and every later release builds with it",
+    ),
     "due": ({}, "[due] notebook = a date and time; a notebook not listed has no due date"),
     "extensions": ({}, "[extensions.STUDENT] notebook = days, or a later date and time"),
     "late": ({}, f"[late] penalty = {' | '.join(PENALTIES)}, percent_per_day = 10"),
@@ -42,6 +49,7 @@ EXAMPLES = {
     "assigned": 'assigned = ["01_attention", "02_causal_mask", "04_training", "06_stretch"]',
     "extra_credit": 'extra_credit = ["06_stretch"]',
     "timezone": 'timezone = "Europe/Berlin"',
+    "publish_url": 'publish_url = "github.com/ORG/REPO/blob/main"',
     "due": (
         "[due]\n01_attention = 2027-01-15T23:59:00+01:00\n"
         '02_causal_mask = "2027-01-22T23:59:00+01:00"'
@@ -177,18 +185,88 @@ def compile_pattern(pattern: str) -> re.Pattern:
     return compiled
 
 
-def read(text: str, released: tuple[str, ...], points: dict[str, float] | None = None) -> Term:
-    """course.toml's text, checked whole, into a Term; `points`: each released notebook's."""
+def published_folder(url: str) -> str | None:
+    """ORG/REPO/blob/BRANCH[/FOLDER] of a publish URL (github.com/ORG/REPO/blob/BRANCH[/FOLDER],
+    https:// optional); None where it names no GitHub folder."""
+    where = url.strip().rstrip("/").removeprefix("https://").removeprefix("http://")
+    if not where.startswith("github.com/") or "/blob/" not in where:
+        return None
+    return where.removeprefix("github.com/")
+
+
+def _publish_url(given: dict) -> str | None:
+    url = given.get("publish_url")
+    if url is not None and (not isinstance(url, str) or published_folder(url) is None):
+        raise GradingError(
+            'course.toml: publish_url = "github.com/ORG/REPO/blob/BRANCH", the GitHub folder '
+            "publish/ is pushed to"
+        )
+    return url
+
+
+def publish_url(layout: Layout) -> str | None:
+    """The publish URL course.toml keeps (the release's: it reads this key alone, so that a
+    setting the release is about to make right never stops it); None where it keeps none."""
+    if not layout.settings.is_file():
+        return None
+    return _publish_url(_toml(layout.settings.read_text(encoding="utf-8")))
+
+
+def _toml(text: str) -> dict:
     try:
-        given = tomllib.loads(text)
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
         raise GradingError(f"{COURSE_FILE}: {err}") from None
+
+
+# A line that sets publish_url, and one that opens a table (commented or not: a table
+# uncommented later must not take in a key written below it).
+PUBLISH_LINE = re.compile(r"^[ \t]*publish_url[ \t]*=.*$", re.MULTILINE)
+PUBLISH_EXAMPLE = re.compile(r"^#[ \t]*publish_url[ \t]*=.*$", re.MULTILINE)
+TABLE_LINE = re.compile(r"^[ \t]*\[", re.MULTILINE)
+ANY_TABLE_LINE = re.compile(r"^#?[ \t]*\[", re.MULTILINE)
+
+
+def with_publish_url(text: str, url: str) -> str:
+    """course.toml's text with publish_url set to `url`, all else as it was: the line that sets
+    it, or its commented example, becomes the setting; else the setting goes above the first
+    table, where a key without one must stand."""
+    _toml(text)  # a file that does not read is said as such, not as a place it lacks
+    written = _placed(text, f"publish_url = {json.dumps(url.strip())}")  # JSON's is TOML's too
+    try:
+        if tomllib.loads(written).get("publish_url") == url.strip():
+            return written
+    except tomllib.TOMLDecodeError:
+        pass
+    raise GradingError(
+        f'{COURSE_FILE}: could not write publish_url = "{url.strip()}" into it; write it there, '
+        "above the first [table], and release again"
+    )
+
+
+def _placed(text: str, line: str) -> str:
+    table = TABLE_LINE.search(text)
+    end = table.start() if table else len(text)
+    for pattern in (PUBLISH_LINE, PUBLISH_EXAMPLE):
+        found = pattern.search(text, 0, end)
+        if found:
+            return text[: found.start()] + line + text[found.end() :]
+    at = ANY_TABLE_LINE.search(text)
+    if at is None:
+        return f"{text.rstrip()}\n\n{line}\n".lstrip()
+    return f"{text[: at.start()]}{line}\n\n{text[at.start() :]}"
+
+
+def read(text: str, released: tuple[str, ...], points: dict[str, float] | None = None) -> Term:
+    """course.toml's text, checked whole, into a Term; `points`: each released notebook's."""
+    given = _toml(text)
     unknown = sorted(set(given) - set(KEYS))
     if unknown:
         raise GradingError(
             f"course.toml: {unknown[0]} is not a setting; it holds {', '.join(KEYS)}"
         )
     zone = _zone(given.get("timezone"))
+    _publish_url(given)  # the release's (publish_url above): checked here with the rest
     assigned = _names(given, "assigned", list(released), released)
     extra = _names(given, "extra_credit", list(EXTRA_CREDIT), released)
     due = {name: aware(when, zone, f"[due] {name}") for name, when in _table(given, "due").items()}

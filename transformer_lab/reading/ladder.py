@@ -1,10 +1,15 @@
 """The ablation ladder as notebook 04's "After the lab" shows it: the mini-GPT trained again with
 one part taken away at a time (transformer_lab/ablations.py defines the rungs, `make ablations`
-records them in data/baselines.json under "ablations"), each rung read against the full model by
-the rule that reads GPT against the LSTM (verdict.Gap: seed by seed where that narrows the
-interval, the 95% interval, not settled under three seeds). The words are in
-templates/ladder_reading.md.j2, the figure is plots.plot_ladder; `try_rung` trains one rung for a
-student on a GPU, to set beside the recorded seeds.
+records them in data/baselines.json under "ablations"), each rung read against the complete model
+by the rule that reads GPT against the LSTM (verdict.Gap: seed by seed where that narrows the
+interval, the 95% interval, not settled under three seeds).
+
+A row says first what its Δ tests. "Holds" or "does not hold" is read only where the Δ tests the
+lecture's claim as stated (`DELTA_TESTS_CLAIM`) and both the rung and the complete model were
+trained at their own best rate by the sweep; every other row says what it measured, and the
+claims a final loss cannot test (§6's stability, §2's saturation) are read in stability.py. The
+words are in templates/ladder_reading.md.j2, the figure is plots.plot_ladder; `try_rung` trains
+one rung for a student on a GPU, to set beside the recorded seeds.
 """
 
 from __future__ import annotations
@@ -12,8 +17,9 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
-from ..baselines import load_baselines, nearest_run, run_key
+from ..baselines import load_baselines, nearest_run, recorded_rows, run_key
 from .recorded import nearest_reason
+from .stability import premise, stability
 from .text import render
 from .verdict import Gap
 
@@ -23,6 +29,10 @@ FULL = "full"  # the rung that takes nothing away: every other is read against i
 # its place, so that without it the loss rises; "pre-norm trains without warm-up" says that
 # without the warm-up nothing is lost.
 NO_COST_CLAIMED = frozenset({"no_warmup"})
+# The rungs whose Δ tests the claim beside them as the lecture states it. The others measure
+# something else: no_scaling at an initialization where §2's premise fails, post_norm and
+# no_warmup one final loss (not stability), no_ffn the FFN's role mixed with capacity.
+DELTA_TESTS_CLAIM = frozenset({"no_positions", "one_head"})
 OUTCOMES = {"GPT": "cost", "LSTM": "gain", "tie": "tie", "unsettled": "unsettled"}
 
 
@@ -41,6 +51,30 @@ class RungReading:
     claim: str
     parameters: int | None
     gap: Gap
+    lr: float | None = None  # the rung's best rate by its sweep (None: not swept)
+    trained_at: float | None = None  # the rate its seeds trained at
+    complete_at_own_best: bool = False  # the complete model trained at its sweep's best
+
+    @property
+    def at_own_best(self) -> bool:
+        return (
+            self.lr is not None and self.trained_at is not None and _same(self.lr, self.trained_at)
+        )
+
+    @property
+    def tests_claim(self) -> bool:
+        return self.name in DELTA_TESTS_CLAIM
+
+    @property
+    def withheld(self) -> str | None:
+        """Why no verdict is read: "other-test" (the Δ tests something else than the claim),
+        "rate" (the rung or the complete model was not trained at its own best rate); None
+        where one is."""
+        if not self.tests_claim:
+            return "other-test"
+        if not (self.at_own_best and self.complete_at_own_best):
+            return "rate"
+        return None
 
     @property
     def delta(self) -> float:
@@ -66,10 +100,15 @@ class RungReading:
 
     @property
     def holds(self) -> bool | None:
-        """Whether the lecture's claim holds at this budget; None where the seeds settle nothing."""
-        if self.outcome == "unsettled":
+        """Whether the lecture's claim holds at this budget; None where the seeds settle nothing
+        or the row does not test the claim at the rates it needs (`withheld`)."""
+        if self.outcome == "unsettled" or self.withheld:
             return None
         return (self.outcome == "cost") == self.expects_cost
+
+
+def _same(a: float, b: float) -> bool:
+    return abs(a - b) <= 1e-9 * max(abs(a), abs(b))
 
 
 def _parameters(rung: dict) -> int | None:
@@ -77,12 +116,27 @@ def _parameters(rung: dict) -> int | None:
     return counts.pop() if len(counts) == 1 else None
 
 
+def _trained_at(rung: dict) -> float | None:
+    rates = {run["recipe"]["lr"] for run in rung["seeds"].values()}
+    return rates.pop() if len(rates) == 1 else None
+
+
 def readings(ladder: dict) -> list[RungReading]:
-    """Every rung of a recorded ladder but the full model, in the recorded order."""
-    full = seed_nats(ladder["rungs"][FULL])
+    """Every rung of a recorded ladder but the complete model, in the recorded order."""
+    complete = ladder["rungs"][FULL]
+    full = seed_nats(complete)
+    complete_lr, complete_at = complete.get("lr"), _trained_at(complete)
+    complete_at_own_best = bool(complete_lr and complete_at and _same(complete_lr, complete_at))
     return [
         RungReading(
-            name, rung["removes"], rung["claim"], _parameters(rung), Gap(full, seed_nats(rung))
+            name,
+            rung["removes"],
+            rung["claim"],
+            _parameters(rung),
+            Gap(full, seed_nats(rung)),
+            rung.get("lr"),
+            _trained_at(rung),
+            complete_at_own_best,
         )
         for name, rung in ladder["rungs"].items()
         if name != FULL
@@ -105,6 +159,33 @@ def _full(ladder: dict) -> dict:
         "parameters": _parameters(rung),
         "batch_size": recipe["batch_size"],
         "steps": recipe["steps"],
+        "warmup_steps": recipe.get("warmup_steps"),
+        "lr": rung.get("lr"),
+        "trained_at": _trained_at(rung),
+        "layers": 4,
+    }
+
+
+def budget_note(ladder: dict, baselines: dict) -> dict | None:
+    """Why a sign read at the quick budget may not carry to the full one, from the recorded runs
+    of the ladder's device class: the complete model's distance to the 5-gram at quick, and how
+    many times the GPT-LSTM gap shrank from quick to full, with each run's commit. None where
+    the ladder is not the quick budget's or the runs are not both recorded."""
+    if ladder["mode"] != "quick":
+        return None
+    runs = (baselines or {}).get("runs", {})
+    quick, full = (runs.get(f"{m}/{ladder['device_class']}") for m in ("quick", "full"))
+    if not quick or not full:
+        return None
+    rows = {m: recorded_rows(run) for m, run in (("quick", quick), ("full", full))}
+    if not all({"gpt", "lstm"} <= set(r) for r in rows.values()) or "5gram" not in rows["quick"]:
+        return None
+    gap = {m: abs(r["gpt"]["nats"] - r["lstm"]["nats"]) for m, r in rows.items()}
+    return {
+        "to_5gram": rows["quick"]["5gram"]["nats"] - rows["quick"]["gpt"]["nats"],
+        "shrank": gap["quick"] / gap["full"] if gap["full"] else None,
+        "quick_commit": quick["provenance"]["git_commit"][:7],
+        "full_commit": full["provenance"]["git_commit"][:7],
     }
 
 
@@ -120,6 +201,8 @@ def ladder_reading(mode: str, device, baselines: dict | None = None) -> str:
     key, ladder = found
     wanted = run_key(mode, device)
     reason = nearest_reason(key, wanted, "an ablation ladder", baselines, SECTION)
+    rungs = readings(ladder)
+    complete = _parameters(ladder["rungs"][FULL])
     return render(
         "ladder_reading.md.j2",
         key=key,
@@ -128,7 +211,12 @@ def ladder_reading(mode: str, device, baselines: dict | None = None) -> str:
         p=ladder["provenance"],
         mode=ladder["mode"],
         full=_full(ladder),
-        rungs=readings(ladder),
+        rungs=rungs,
+        share={r.name: 1 - r.parameters / complete for r in rungs if r.parameters and complete},
+        budget=budget_note(ladder, baselines),
+        sweep=ladder.get("sweep"),
+        stability=stability(ladder),
+        premise=premise(ladder),
     )
 
 
@@ -171,8 +259,15 @@ def try_rung(
         return render(
             "try_rung.md.j2", trained=False, name=name, cost=_rung_seconds(name, baselines)
         )
-    _, _, row = train_rung(LADDER[name], corpus, chosen, seed, progress=True)
     found = recorded_ladder(chosen.name, device, baselines)
+    lr = found[1]["rungs"].get(name, {}).get("lr") if found else None  # the rung's own best
+    _, history, row = train_rung(LADDER[name], corpus, chosen, seed, progress=True, lr=lr)
+    if history.stopped:  # Stop (■) ended it: fewer steps than the recorded seeds took
+        return (
+            f"Your `{name}`, seed {seed}, {history.stopped} of the {chosen.name} budget on "
+            f"{device_name(device)}: {row['nats']:.4f} nats. Not a run of the budget, so it is "
+            "not set beside the recorded seeds; run the cell again to start over."
+        )
     recorded = None
     if found is not None and name in found[1]["rungs"]:
         key, ladder = found

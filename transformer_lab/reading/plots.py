@@ -21,6 +21,7 @@ from matplotlib.patches import Patch
 from matplotlib.ticker import FormatStrFormatter
 
 from ..baselines import recorded_budgets, seed_nats
+from ..heads import largest_within_layers
 
 MODELS = {"gpt": "mini-GPT", "lstm": "LSTM"}
 COLOURS = {"gpt": "tab:blue", "lstm": "tab:orange"}  # blue and orange: apart to every eye
@@ -226,42 +227,53 @@ LAYER_STYLES = (("#0072B2", "o"), ("#E69F00", "s"), ("#009E73", "^"), ("#CC79A7"
 
 def plot_head_costs(distances, costs, T: int) -> Figure:
     """Notebook 05: left, how far back each head reads (Exercise 5's D, layers down, heads
-    across); right, what each head costs the loss when it alone is switched off, against its D,
-    with the costliest head and the one that reads furthest back named."""
+    across); right, one panel a layer, what each head costs the loss when it alone is switched
+    off, against its D. Each panel has its own cost axis and names its own costliest and
+    furthest-reading head: heads are compared within their layer, never across layers."""
     D, cost = np.asarray(distances, dtype=float), np.asarray(costs, dtype=float)
-    n_layers, n_heads = D.shape
-    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2), layout="constrained")
-    image = left.imshow(D, cmap="magma", vmin=0, vmax=(T - 1) / 4)
-    for layer, r in np.ndindex(D.shape):
-        left.text(r, layer, f"{D[layer, r]:.1f}", ha="center", va="center", color="0.5")
-    left.set_xticks(range(n_heads), [f"head {r + 1}" for r in range(n_heads)])
-    left.set_yticks(range(n_layers), [f"layer {layer + 1}" for layer in range(n_layers)])
-    left.set_title(f"How far back each head reads, in characters (T = {T})")
-    fig.colorbar(image, ax=left, label=f"mean distance D ({(T - 1) / 4} = uniform)")
-    for layer in range(n_layers):
-        colour, marker = LAYER_STYLES[layer % len(LAYER_STYLES)]
-        right.plot(D[layer], cost[layer], marker, color=colour, label=f"layer {layer + 1}")
-    right.axhline(0, color="grey", linewidth=0.8)
-    named = {}  # (layer, head) -> what it is; one label where both are the same head
-    for what, values in (("costliest", cost), ("reads furthest back", D)):
-        named.setdefault(np.unravel_index(values.argmax(), D.shape), []).append(what)
-    for (layer, r), what in named.items():
-        # the label on the side with room: left of a far reader, below a costly head
-        leftwards, down = D[layer, r] > D.max() / 2, cost[layer, r] > cost.max() / 2
-        right.annotate(
-            f"layer {layer + 1} · head {r + 1}: {', '.join(what)}",
-            (D[layer, r], cost[layer, r]),
-            xytext=(-8 if leftwards else 8, -14 if down else 12),
-            textcoords="offset points",
-            ha="right" if leftwards else "left",
-            fontsize=8,
-            arrowprops={"arrowstyle": "-", "color": "0.4"},
-        )
-    right.set_title("What each head costs when it alone is switched off")
-    right.set_xlabel("mean distance D of the head (characters)")
-    right.set_ylabel("loss, head off − every head on (nats/char)")
-    right.legend(fontsize=8)
+    fig = plt.figure(figsize=(12, 4.8), layout="constrained")
+    left, right = fig.subfigures(1, 2, width_ratios=(1, 1.5))
+    _distance_map(left.subplots(), D, T)
+    rows = 2 if len(D) > 2 else 1
+    panels = right.subplots(rows, -(-len(D) // rows), sharex=True, squeeze=False).flatten()
+    within = list(zip(largest_within_layers(cost), largest_within_layers(D), strict=True))
+    for layer, ax in enumerate(panels):
+        if layer < len(D):
+            _layer_costs(ax, layer, D[layer], cost[layer], *within[layer])
+        else:
+            ax.remove()  # an odd number of layers: the last cell of the grid stays empty
+    right.suptitle("What each head costs when it alone is switched off, within its layer")
+    right.supxlabel("mean distance D of the head (characters)")
+    right.supylabel("loss, head off − every head on (nats/char)")
     return fig
+
+
+def _distance_map(ax, D: np.ndarray, T: int) -> None:
+    n_layers, n_heads = D.shape
+    image = ax.imshow(D, cmap="magma", vmin=0, vmax=(T - 1) / 4)
+    for layer, r in np.ndindex(D.shape):
+        ax.text(r, layer, f"{D[layer, r]:.1f}", ha="center", va="center", color="0.5")
+    ax.set_xticks(range(n_heads), [f"head {r + 1}" for r in range(n_heads)])
+    ax.set_yticks(range(n_layers), [f"layer {layer + 1}" for layer in range(n_layers)])
+    ax.set_title(f"How far back each head reads\n(characters, T = {T})")
+    ax.figure.colorbar(image, ax=ax, label=f"mean distance D ({(T - 1) / 4} = uniform)")
+
+
+def _layer_costs(ax, layer: int, D: np.ndarray, cost: np.ndarray, costly: int, far: int) -> None:
+    """One layer's heads, cost against D, each labelled with its number; the title names the
+    layer's costliest head and its furthest reader (`costly`, `far`, from 0)."""
+    colour, marker = LAYER_STYLES[layer % len(LAYER_STYLES)]
+    ax.plot(D, cost, marker, color=colour, label=f"layer {layer + 1}")
+    ax.axhline(0, color="grey", linewidth=0.8)
+    for r, (x, y) in enumerate(zip(D, cost, strict=True)):
+        ax.annotate(f"{r + 1}", (x, y), xytext=(4, 3), textcoords="offset points", fontsize=8)
+    ax.margins(x=0.15, y=0.2)
+    named = (
+        f"head {costly + 1} costliest, reads furthest"
+        if costly == far
+        else f"head {costly + 1} costliest, head {far + 1} reads furthest"
+    )
+    ax.set_title(f"layer {layer + 1}: {named}", fontsize=9)
 
 
 def loss_curves_line(histories: Mapping[str, object], levels: Mapping[str, float]) -> str:

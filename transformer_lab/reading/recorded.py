@@ -5,7 +5,7 @@ templates/, numbers from data/baselines.json."""
 from __future__ import annotations
 
 from ..baselines import lab3_label, load_baselines, nearest_run, recorded_rows, run_key, seed_nats
-from ..heads import RECORD_KEY
+from ..heads import RECORD_KEY, largest_within_layers
 from .text import render
 
 
@@ -102,12 +102,16 @@ def recorded_distances(run: str | None, baselines: dict | None = None) -> str:
 
 def recorded_head_costs(run: str | None, baselines: dict | None = None) -> str:
     """What the course recorded for run `run`, the run whose model the notebook loaded
-    (`load_trained_gpt` says which), as text; None means the student's own model, beside which
-    nothing recorded belongs."""
+    (`load_trained_gpt` says which), as text, a line a layer with that layer's costliest head;
+    None means the student's own model, beside which nothing recorded belongs."""
     if run is None:
         return render("recorded_head_costs.md.j2", own=True)
     baselines = load_baselines() if baselines is None else baselines
     recorded = ((baselines or {}).get("runs") or {}).get(run) or {}
     found = recorded.get("results", {}).get(RECORD_KEY)
-    rows = ["  ".join(f"{cost:+.3f}" for cost in layer) for layer in (found or {}).get("costs", [])]
+    costs = (found or {}).get("costs", [])
+    rows = [
+        {"costs": "  ".join(f"{cost:+.3f}" for cost in layer), "costliest": head + 1}
+        for layer, head in zip(costs, largest_within_layers(costs) if costs else [], strict=True)
+    ]
     return render("recorded_head_costs.md.j2", own=False, run=run, recorded=found, rows=rows)

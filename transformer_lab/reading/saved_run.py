@@ -68,6 +68,24 @@ class SavedRun:
         return {name: row["nats"] for name, row in self.record["rows"].items()}
 
     @property
+    def stopped(self) -> dict[str, str]:
+        """{model: 'stopped at step 412 of 1,500'} for each model whose training Stop (■) ended."""
+        return {name: row.stopped for name, row in self.rows.items() if row.stopped}
+
+    @property
+    def budget_nats(self) -> dict[str, float | None]:
+        """Each model's test loss where it ran the budget; None where Stop ended its training:
+        not set beside the budget's recorded runs as one of them."""
+        return {name: None if name in self.stopped else n for name, n in self.nats.items()}
+
+    @property
+    def own(self) -> tuple[str, dict[str, float]]:
+        """(the budget `plots.plot_budgets` draws this run at, its test losses): where a model was
+        stopped, a place of its own that says so, never the budget's."""
+        stops = "; ".join(f"{LABELS[name]} {said}" for name, said in self.stopped.items())
+        return (f"{self.budget}, {stops}" if stops else self.budget), self.nats
+
+    @property
     def curves(self) -> dict[str, Curve]:
         return {
             LABELS[name]: Curve(self.budget, *(list(map(tuple, c[k])) for k in ("train", "val")))
@@ -84,7 +102,17 @@ class SavedRun:
         return (
             f"Your run of notebook 04, read {self.where} ({self._shown_path}): the {r['budget']} "
             f"budget on {r['device']}, seed {r['seed']}, saved {r['saved'][:16].replace('T', ' ')} "
-            f"UTC; the mini-GPT was built from {r['pieces']}."
+            f"UTC; the mini-GPT was built from {r['pieces']}.{self._stops_said}"
+        )
+
+    @property
+    def _stops_said(self) -> str:
+        if not self.stopped:
+            return ""
+        stops = "; ".join(f"the {LABELS[name]} {said}" for name, said in self.stopped.items())
+        return (
+            f" Stop (■) ended training early ({stops}): what a stopped model shows is not a run "
+            f"of the {self.budget} budget, and is not set beside its recorded runs."
         )
 
     @property
@@ -136,10 +164,12 @@ def save_run(
     """Notebook 04's saving cell: `trained` ({"gpt": (model, history, row), "lstm": ...}) saved
     as the mini-GPT (mini_gpt.pt, for 05 and 06) and this run's file beside it, with the count
     models' rows `counts` as levels for the loss curves, both copied to the Drive as the setup
-    cell decided; one line that says where they went."""
+    cell decided; one line that says where they went. A model whose training Stop (■) ended is
+    saved with its stop (its row's `stopped_at`, and the mini-GPT's file), and the line says so."""
     gpt, history, gpt_row = trained["gpt"]
+    stop = {} if history.stopped_at is None else {"stopped_at": history.stopped_at}
     model = save_gpt(
-        gpt, budget=history.budget, seed=history.seed, test_nats=gpt_row.nats, pieces=pieces
+        gpt, budget=history.budget, seed=history.seed, test_nats=gpt_row.nats, pieces=pieces, **stop
     )
     record = {
         "budget": history.budget,
@@ -158,7 +188,8 @@ def save_run(
     }
     run = model.with_name(RUN_FILE.name)
     run.write_text(json.dumps(record, indent=1), encoding="utf-8")
-    return f"Saved {model} and {run}. {save_to_drive(model, use_drive, also=(run,))}"
+    stops = SavedRun(record, run, "beside this notebook")._stops_said
+    return f"Saved {model} and {run}. {save_to_drive(model, use_drive, also=(run,))}{stops}"
 
 
 def load_run(use_drive=None) -> SavedRun:
