@@ -29,7 +29,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from . import ROOT, commit_label
+from . import ROOT, commit_label, corpus_or_exit
 
 BASELINES = ROOT / "data" / "baselines.json"
 WORKDIR = ROOT / "build" / "ablations"
@@ -237,6 +237,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     args = parser.parse_args(argv)
     seeds = [int(s) for s in args.seeds.split(",")]
+    corpus_or_exit("python -m maintainer.ablations")  # every run trains on it
     started, (commit, dirty) = time.perf_counter(), commit_label()
     folder = kept_runs(args.budget, commit, dirty)
     run(args.budget, seeds, args.workers, folder)

@@ -26,7 +26,7 @@ import transformer_lab as tl
 from transformer_lab.heads import RECORD_KEY
 from transformer_lab.saving import load_gpt, sha256
 
-from . import commit_label
+from . import commit_label, corpus_or_exit
 from .pipeline import BASELINES, validate, write_atomically
 
 WINDOWS = 16  # notebook 05's validation windows: WINDOWS of T_max, a CPU generator seeded 0
@@ -61,6 +61,7 @@ def main(argv: list[str] | None = None, out: Path = BASELINES) -> list[str]:
     parser.add_argument("--run", help="one run key, e.g. full/cpu (default: every one)")
     parser.add_argument("--again", action="store_true", help="measure costs already recorded")
     args = parser.parse_args(argv)
+    corpus_or_exit("python -m maintainer.head_costs")  # the validation windows are read from it
     baselines = json.loads(out.read_text(encoding="utf-8"))
     runs = baselines["runs"]
     if args.run and args.run not in runs:
