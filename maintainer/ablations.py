@@ -96,11 +96,19 @@ def swept(folder: Path, name: str, unigram: float | None = None) -> list[dict]:
     return [run | {"outcome": outcome(run["val_loss"], unigram, VOCAB_SIZE)} for run in runs]
 
 
-def chosen_rate(folder: Path, name: str) -> float | None:
-    """The variant's best rate by its sweep (None: no rate trained)."""
+def chosen_rate(folder: Path, name: str, unigram: float) -> float | None:
+    """The variant's best rate by its sweep, each run judged by this commit's rule (None: no
+    rate trained): the one rate the ladder trains at and the record names."""
     from transformer_lab.ablations import best_rate
 
-    return best_rate(swept(folder, name))
+    return best_rate(swept(folder, name, unigram))
+
+
+def unigram_of_corpus() -> float:
+    from transformer_lab import load_corpus
+    from transformer_lab.ablations import unigram_nats
+
+    return unigram_nats(load_corpus(device="cpu"))
 
 
 def _train(jobs: list[tuple], budget: str, workers: int, folder: Path, what: str) -> None:
@@ -124,8 +132,9 @@ def run(budget: str, seeds: list[int], workers: int, folder: Path) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     sweeps = [j for j in sweep_jobs() if not (folder / _sweep_name(*j[1:])).is_file()]
     _train(sweeps, budget, workers, folder, "sweep runs")
+    unigram = unigram_of_corpus()
     rungs = [
-        ("rung", name, seed, chosen_rate(folder, name))
+        ("rung", name, seed, chosen_rate(folder, name, unigram))
         for seed in seeds
         for name in LADDER
         if not (folder / f"{name}-{seed}.json").is_file()
@@ -136,18 +145,17 @@ def run(budget: str, seeds: list[int], workers: int, folder: Path) -> None:
 
 
 def _entry(folder: Path, name: str, unigram: float) -> dict:
-    """A variant as the record keeps it: what it changes, its sweep and the rate it chose (the
-    rate its seeds trained at, unless this commit's rule judges the sweep otherwise: then the
-    reading withholds its verdict)."""
-    from transformer_lab.ablations import SWEPT, best_rate
+    """A variant as the record keeps it: what it changes, its sweep and the rate it chose, the
+    rate its seeds trained at (`chosen_rate`)."""
+    from transformer_lab.ablations import SWEPT
 
-    rung, runs = SWEPT[name], swept(folder, name, unigram)
+    rung = SWEPT[name]
     return {
         "removes": rung.removes,
         "claim": rung.claim,
-        "lr": best_rate(runs),
+        "lr": chosen_rate(folder, name, unigram),
         "warmup": "none" if rung.warmup == 0 else "the course's",
-        "sweep": runs,
+        "sweep": swept(folder, name, unigram),
     }
 
 

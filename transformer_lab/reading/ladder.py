@@ -17,7 +17,9 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
+from ..ablations import STALL_MARGIN
 from ..baselines import load_baselines, nearest_run, recorded_rows, run_key
+from ..model import GPTConfig
 from .recorded import nearest_reason
 from .stability import premise, stability
 from .text import render
@@ -162,7 +164,9 @@ def _full(ladder: dict) -> dict:
         "warmup_steps": recipe.get("warmup_steps"),
         "lr": rung.get("lr"),
         "trained_at": _trained_at(rung),
-        "layers": 4,
+        "optimizer": recipe["optimizer"],
+        "grad_clip": recipe.get("grad_clip"),
+        "layers": GPTConfig().n_layers,  # every rung keeps the lab's depth
     }
 
 
@@ -216,6 +220,7 @@ def ladder_reading(mode: str, device, baselines: dict | None = None) -> str:
         budget=budget_note(ladder, baselines),
         sweep=ladder.get("sweep"),
         stability=stability(ladder),
+        stall_margin=STALL_MARGIN,
         premise=premise(ladder),
     )
 

@@ -92,7 +92,7 @@ def stability(ladder: dict) -> dict | None:
         w: compare_windows(corners["pre-norm", w].window, corners["post-norm", w].window)
         for w in WARMUPS
     }
-    wins = {c for c in pre_against_post.values()}
+    wins = set(pre_against_post.values())
     if "wider" in wins and "narrower" not in wins:
         more_stable = "holds"
     elif "narrower" in wins and "wider" not in wins:
