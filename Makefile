@@ -80,9 +80,9 @@ train: setup ## train and score one model: MODEL=gpt|lstm|trigram|5gram BUDGET=q
 notebooks: setup ## build notebooks/ and COURSE/{source,release,publish} from solutions/ (~30 s)
 	$(PY) -m maintainer.notebook_build $(COURSE_ARG) $(if $(PUBLISH_URL),--publish-url "$(PUBLISH_URL)")
 
-release: setup ## grading: nbgrader source/, release/ and publish/ (for students: the notebooks and the wheel their setup installs) in COURSE from solutions/, swapped in only once all of it succeeded; says what changed against the gradebook: [NOTEBOOK="01_attention ..."] [ERRATA=carry|refuse] [PUBLISH_URL=github.com/ORG/REPO/blob/main] (~15 s; an errata regrades its notebook)
-	$(PY) -m maintainer.notebook_build --no-workshop $(COURSE_ARG) $(if $(PUBLISH_URL),--publish-url "$(PUBLISH_URL)") \
-		$(if $(NOTEBOOK),--only $(NOTEBOOK)) --errata $(ERRATA) $(if $(NO_SANDBOX),--no-sandbox)
+release: setup ## grading: nbgrader source/, release/ and publish/ (for students: the notebooks and the wheel their setup installs) in COURSE from solutions/, swapped in only once all of it succeeded; says what changed against the gradebook: [NOTEBOOK="01_attention ..."] [ERRATA=carry|refuse] [PUBLISH_URL=github.com/ORG/REPO/blob/main] [NO_SANDBOX=1] (~15 s; an errata regrades its notebook)
+	$(PY) -m grader $(COURSE_ARG) release $(if $(PUBLISH_URL),--publish-url "$(PUBLISH_URL)") \
+		$(if $(NOTEBOOK),--notebook $(NOTEBOOK)) --errata $(ERRATA) $(if $(NO_SANDBOX),--no-sandbox)
 
 roster: setup ## grading: load the class into the gradebook; collect then files only students on it: ROSTER=students.csv
 	$(PY) -m grader $(COURSE_ARG) roster "$(ROSTER)"

@@ -4,6 +4,7 @@
     python -m grader collect SUBMISSIONS     a folder or zip of downloads -> submitted/
     python -m grader collect-pin ID NB HASH  choose which kept file of a notebook counts
     python -m grader autograde               preflight, execute, score -> gradebook; lateness
+    python -m grader release                 build from solutions/, release, carry an errata
     python -m grader feedback                HTML per student, hidden tests left out
     python -m grader export                  reports/grades.csv, gradesheet.csv, canvas_import.csv
     python -m grader class-report            reports/class.md: pass rates and common mistakes
@@ -16,8 +17,10 @@ score, and say whose; --partial writes its partial score, marked so.
 
 Every command takes --course (default $TRANSFORMER_LAB_COURSE, else ~/transformer-lab-course),
 opens it once (its course.toml read and checked: grader/term/course_open.py) and writes what it
-did to reports/: collect's table, autograde's scores table, the class report. The release itself
-is built from solutions/ by `make release` (python -m maintainer.notebook_build).
+did to reports/: collect's table, autograde's scores table, the class report. autograde and
+release grade by one EngineOptions (grader/engine/options.py): course.toml's [autograde] table,
+the command line's options winning. release builds the notebooks from solutions/ by the
+maintainer's build (maintainer/notebook_build.py) and releases them (grader/term/release.py).
 """
 
 from __future__ import annotations
@@ -26,9 +29,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from .course import COURSE, COURSE_ENV, GradingError, cell_timeout
+from .course import COURSE, COURSE_ENV, GradingError
 from .engine import autograde as engine
-from .term import canvas, gradesheet, hand_grading, nbgrader_apps, overrides, scores
+from .engine.options import EngineOptions
+from .term import canvas, errata, gradesheet, hand_grading, nbgrader_apps, overrides, scores
 from .term import collect as collecting
 from .term.bundles import bundle_feedback
 from .term.collected import pin_command
@@ -36,35 +40,70 @@ from .term.course_open import Course
 from .term.export import export
 from .term.formgrader import main as formgrader
 from .term.names import namer
+from .term.release import build_and_release
 from .term.roster import dropped, import_roster
 
 
+def add_engine_options(command) -> None:
+    """The engine's options (EngineOptions), for every command that grades: each left None
+    where not given, so that course.toml's [autograde] table and then the defaults apply."""
+    command.add_argument(
+        "--workers", type=int, help="jobs at a time (default: course.toml, else the cores)"
+    )
+    command.add_argument(
+        "--cell-timeout", type=int, help="seconds (default: course.toml, else nbgrader_config.py)"
+    )
+    command.add_argument("--notebook-timeout", type=int, help="seconds (default: 600)")
+    command.add_argument("--memory-gb", type=float, help="a job's memory cap (default: 4)")
+    command.add_argument(
+        "--scheduler", help="run the jobs on a Dask cluster: its scheduler, tcp://HOST:PORT"
+    )
+    command.add_argument(
+        "--sandbox",
+        action=argparse.BooleanOptionalAction,
+        help="--no-sandbox: run notebooks without bubblewrap, with your own rights (trusted "
+        "notebooks only); --sandbox: with it, whatever course.toml says",
+    )
+
+
 def add_autograde(commands) -> None:
-    """`autograde`'s options: the engine's limits, where jobs run, and which submissions."""
+    """`autograde`'s options: the engine's, and which submissions."""
     auto = commands.add_parser(
         "autograde", help="grade everything in submitted/, then settle lateness"
     )
+    add_engine_options(auto)
     auto.add_argument(
-        "--workers", type=int, default=engine.WORKERS, help="jobs at a time (default: the cores)"
-    )
-    auto.add_argument(
-        "--cell-timeout", type=int, default=cell_timeout(), help="seconds (nbgrader_config.py)"
-    )
-    auto.add_argument("--notebook-timeout", type=int, default=engine.NOTEBOOK_TIMEOUT)
-    auto.add_argument("--memory-gb", type=float, default=engine.MEMORY_GB)
-    auto.add_argument("--force", action="store_true", help="regrade unchanged submissions too")
-    auto.add_argument(
-        "--scheduler", help="run the jobs on a Dask cluster: its scheduler, tcp://HOST:PORT"
+        "--force", action="store_true", default=None, help="regrade unchanged submissions too"
     )
     auto.add_argument("--student", nargs="+", help="only these students")
     auto.add_argument("--notebook", nargs="+", help="only these notebooks (NN_topic)")
     # nbgrader's word for a notebook, for hands used to `nbgrader autograde --assignment`.
     auto.add_argument("--assignment", nargs="+", dest="notebook", help=argparse.SUPPRESS)
-    auto.add_argument(
-        "--no-sandbox",
-        action="store_true",
-        help="run notebooks without bubblewrap, with your own rights (trusted notebooks only)",
+
+
+def add_release(commands) -> None:
+    """`release`'s options: which notebooks, an errata's route, the publish URL, and the
+    engine's, for an errata's regrade."""
+    release = commands.add_parser(
+        "release",
+        help="build the notebooks from solutions/ and release them (source/, release/, "
+        "publish/), staged and swapped in once all of it succeeded; an errata regraded",
     )
+    release.add_argument("--notebook", nargs="+", help="only these notebooks (NN_topic)")
+    release.add_argument(
+        "--errata",
+        choices=(errata.CARRY, errata.REFUSE),
+        default=errata.CARRY,
+        help="a graded cell added or removed in a notebook with submissions: carry it out "
+        "(hand grades saved, the notebook rebuilt in the gradebook and regraded, each hand grade "
+        "of an unchanged answer put back; the default) or refuse the release",
+    )
+    release.add_argument(
+        "--publish-url",
+        help="where COURSE/publish/ is pushed, github.com/ORG/REPO/blob/BRANCH: the graded "
+        "notebooks' Colab badge opens it (default: the one course.toml keeps; none without)",
+    )
+    add_engine_options(release)
 
 
 def add_collect(commands) -> None:
@@ -121,6 +160,7 @@ def build_parser() -> argparse.ArgumentParser:
     roster = commands.add_parser("roster", help="load the class list into the gradebook")
     roster.add_argument("csv", type=Path, help="nbgrader's student CSV, or Canvas's or Moodle's")
     add_autograde(commands)
+    add_release(commands)
     form = commands.add_parser("formgrader", help="nbgrader's formgrader on the course")
     form.add_argument("--port", type=int, help="default: a free port")
     override = commands.add_parser(
@@ -208,18 +248,8 @@ def roster_command(args: argparse.Namespace, course: Course) -> None:
 
 
 def autograde_command(args: argparse.Namespace, course: Course) -> None:
-    outcomes = scores.autograde(
-        course,
-        workers=args.workers,
-        cell_timeout=args.cell_timeout,
-        notebook_timeout=args.notebook_timeout,
-        memory_gb=args.memory_gb,
-        force=args.force,
-        students=args.student,
-        notebooks=args.notebook,
-        sandboxed=not args.no_sandbox,
-        scheduler=args.scheduler,
-    )
+    options = EngineOptions.build(course.term.autograde, args)
+    outcomes = scores.autograde(course, options, args.student, args.notebook)
     print(scores.summary(outcomes))
     with nbgrader_apps.gradebook(course) as gb:
         said = hand_grading.regraded(outcomes, namer(course, gb))
@@ -228,15 +258,25 @@ def autograde_command(args: argparse.Namespace, course: Course) -> None:
     print(f"report: {course.layout.report('autograde.md')}")
 
 
+def release_command(args: argparse.Namespace, course: Course) -> None:
+    options = EngineOptions.build(course.term.autograde, args)
+    for line in build_and_release(course, args.notebook, args.publish_url, args.errata, options):
+        print(line)
+    print(f"to publish for students: {course.layout.step('publish')} (its README says where)")
+
+
 def feedback_command(args: argparse.Namespace, course: Course) -> None:
-    nbgrader_apps.feedback(course)
+    with hand_grading.notes_aside(course):  # a grader's note on a changed answer: not theirs
+        nbgrader_apps.feedback(course)
     print(f"feedback in {course.layout.step('feedback')}")
     with nbgrader_apps.gradebook(course) as gb:  # after nbgrader's feedback: its one session
         pending = hand_grading.waiting(gb, course.term.assigned)
         written = hand_grading.written_answers(gb, course.term.assigned)
         who = namer(course, gb)
-    bundles = bundle_feedback(course, pending, args.partial)
+    bundles = bundle_feedback(course, pending, args.partial)  # a dropped student's page too
     print(f"{len(bundles)} feedback bundles in {course.layout.report('feedback_bundles')}")
+    gone = set(dropped(course))  # no hand grade to ask for: they left the class list
+    pending = {key: ids for key, ids in pending.items() if key[0] not in gone}
     said = hand_grading.summary(pending, args.partial, who, written)
     if said:
         print(said)
@@ -270,6 +310,7 @@ COMMANDS = {
     "collect-pin": collect_pin_command,
     "roster": roster_command,
     "autograde": autograde_command,
+    "release": release_command,
     "feedback": feedback_command,
     "class-report": class_report_command,
     "formgrader": formgrader_command,

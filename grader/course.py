@@ -86,6 +86,11 @@ class Layout:
         rewritten (grader/engine/kept_grades.py)."""
         return self.root / "hand_grades.jsonl"
 
+    def built(self) -> Path:
+        """In a folder the notebook build hands over: the notebooks' names and the publish URL
+        (grader/term/release.py)."""
+        return self.root / "built.json"
+
     def beside(self, purpose: str) -> Layout:
         """A folder of its own beside the course folder, on the same disk, laid out as it is:
         where a release is built, swapped in by renames only once all of it succeeded."""

@@ -18,6 +18,7 @@ import argparse
 import statistics
 import tempfile
 import time
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 
@@ -25,6 +26,7 @@ import nbformat
 
 from grader.course import Layout
 from grader.engine import autograde as grading
+from grader.engine.options import EngineOptions
 from grader.outcome import Status
 from grader.term import collect
 from grader.term.course_open import Course
@@ -40,7 +42,7 @@ from maintainer.fabricated_class import (
 )
 from transformer_lab.catalogue import NOTEBOOKS
 
-SETTINGS = {"cell_timeout": 10, "memory_gb": 3, "force": True, "progress": False}
+SETTINGS = EngineOptions(cell_timeout=10, memory_gb=3, force=True, progress=False)
 
 
 TIMED = ("prepare", "save_scores")  # the parent's serial work: preflight + sanitize, saving
@@ -78,7 +80,7 @@ def run(label: str, course: Path, **kwargs) -> tuple[list, float, float]:
         setattr(grading, name, _timed(fn, name, spent))
     start = time.perf_counter()
     try:
-        outcomes = grading.grade(Layout(course), **SETTINGS, **kwargs)
+        outcomes = grading.grade(Layout(course), replace(SETTINGS, **kwargs))
     finally:
         for name, fn in originals.items():
             setattr(grading, name, fn)
@@ -117,7 +119,7 @@ def fixed_cost(course: Path, sandboxed: bool) -> float:
 
     from transformer_lab.data import corpus_path
 
-    command = grading.job_command(10, 3)
+    command = grading.job_command(SETTINGS)
     if sandboxed:
         command = grading.sandbox.command(command, course, corpus_path())
     env = {**os.environ, "PYTHONPATH": str(grading.ROOT)}

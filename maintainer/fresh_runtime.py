@@ -167,6 +167,10 @@ def time_setup(repository: Path, tmp_path: Path) -> dict[str, float]:
     return {"kernel_start_s": kernel, "setup_cell_s": setup}
 
 
+# How the measured runtimes installed the package: what docs/fresh_runtime.json records.
+INSTALL = "online: pip builds the package in isolation, as on Colab"
+
+
 def measure(repeats: int = 3) -> dict:
     """The median of `repeats` fresh runtimes' start, online, with where it was measured."""
     runs = []
@@ -181,7 +185,7 @@ def measure(repeats: int = 3) -> dict:
         "setup_cell_s": round(statistics.median(r["setup_cell_s"] for r in runs), 1),
         "repeats": repeats,
         "setup_digest": setup_digest(),
-        "install": "online: pip builds the package in isolation, as on Colab",
+        "install": INSTALL,
         "where": (
             f"{platform.machine()} {os.cpu_count()} CPUs, Python {platform.python_version()}, "
             f"{datetime.now(UTC):%Y-%m-%d}, commit {commit}{changes}"

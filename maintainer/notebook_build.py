@@ -15,11 +15,11 @@ and either can be autograded.
     python -m maintainer.notebook_build --course C --no-workshop   # source and release only
     python -m maintainer.notebook_build --check          # fail if notebooks/ drifted
 
-A release into a course folder is built beside it and swapped in only once all of it succeeded
-(grader/term/nbgrader_apps.staged): a failure leaves the course folder as it was. Against the
-gradebook it says what changed for each notebook; a graded cell added or removed under
-submissions is carried out by the kit, or refused with --errata refuse (grader/term/errata.py).
-The first release writes a commented course.toml where there is none.
+This builds; the term's release is grader/term/release.py's (`python -m grader release`, `make
+release`): the graded source notebooks and publish/'s own files (the student wheel, its README)
+are handed over to it, in this process (`build`), or in a folder for that command's process
+(`--hand-over`). It stages the release beside the course folder, says what changed against the
+gradebook, carries out or refuses an errata, and swaps it in only once all of it succeeded.
 """
 
 from __future__ import annotations
@@ -30,17 +30,15 @@ import json
 import re
 import sys
 import tempfile
-import time
 import tomllib
 from pathlib import Path
 
 from grader.course import COURSE, GradingError, Layout, nbgrader_config
-from grader.engine.autograde import isolation
+from grader.engine.options import EngineOptions
 from grader.term import errata
 from grader.term.course_open import Course
-from grader.term.nbgrader_apps import release, staged
-from grader.term.settings import publish_url as kept_publish_url
-from grader.term.settings import published_folder, starting_file, with_publish_url
+from grader.term.release import COLAB, Built, publish_url_for, release, unchanged
+from grader.term.settings import published_folder
 from transformer_lab.hand_in import YOUR_ANSWER, YOUR_CODE
 
 from . import ROOT
@@ -58,7 +56,6 @@ MAINTAINER_TAG = "maintainer"
 READ_AFTERWARDS = re.compile(r"^(optional|after the lab)\b", re.IGNORECASE)
 HEADING = re.compile(r"^(#{1,6})\s+(.*)$")
 SOLUTION_MARKERS = re.compile(r"^[ \t]*### (BEGIN|END) SOLUTION[ \t]*(\n|$)", re.MULTILINE)
-COLAB = "https://colab.research.google.com"
 
 
 def settings() -> dict:
@@ -378,24 +375,19 @@ Without an address the setup cell installs {wheel} from the runtime's working fo
 students the wheel with the notebook, and they upload it there (its message says how)."""
 
 
-def publish(names: list[str], course: Path, publish_url: str | None = None) -> Path:
-    """COURSE/publish/: the released notebooks, flat, the student wheel their setup cell installs,
-    and a README on where they go."""
-    layout = Layout(Path(course))
-    folder = layout.step("publish")
-    folder.mkdir(parents=True, exist_ok=True)
-    for name in names:
-        released = layout.notebook("release", name)
-        layout.published(f"{name}.ipynb").write_bytes(released.read_bytes())
-    wheel = build_wheel(folder).name
+def published_files(publish_url: str | None) -> dict[str, bytes]:
+    """publish/'s own files, beside the released notebooks the release puts there: the student
+    wheel their setup cell installs, and a README on where they go."""
+    with tempfile.TemporaryDirectory(prefix="tl-wheel-") as tmp:
+        wheel = build_wheel(Path(tmp))
+        files = {wheel.name: wheel.read_bytes()}
     url = publish_url.strip().rstrip("/") if publish_url else None
     if url:
         where = PUBLISH_WHERE.format(url=url, wheel_url=published_wheel(url))
     else:
-        where = NO_PUBLISH_URL.format(wheel=wheel)
-    readme = PUBLISH_README.format(where=where, wheel=wheel)
-    layout.published("README.md").write_text(readme, encoding="utf-8")
-    return folder
+        where = NO_PUBLISH_URL.format(wheel=wheel.name)
+    readme = PUBLISH_README.format(where=where, wheel=wheel.name)
+    return files | {"README.md": readme.encode("utf-8")}
 
 
 def build(
@@ -404,169 +396,62 @@ def build(
     with_release: bool = True,
     only: list[str] | None = None,
     publish_url: str | None = None,
-    **release_options,
+    errata_route: str = errata.CARRY,
+    options: EngineOptions | None = None,
 ) -> list[str]:
-    """Write the nbgrader source of every notebook (or `only` these), the workshop notebooks
-    and the Colab pipeline notebook (unless notebooks_dir is None), then nbgrader's release and
-    its copy to publish (publish/): release_course, which takes `release_options`. What to
-    print."""
+    """Write the workshop notebooks and the Colab pipeline notebook (unless notebooks_dir is
+    None), and build the graded source of every notebook (or `only` these); then hand them over
+    to the term's release (grader/term/release.py: `errata_route`, and `options`, the engine's,
+    course.toml's where None), or without a release write them into the course's source/. What
+    to print."""
+    layout = Layout(Path(course))
+    publish_url = publish_url_for(layout, publish_url)
+    graded = graded_notebooks(notebooks_dir, only, publish_url)
+    workshop = "" if notebooks_dir is None else " and notebooks/"
+    said = [f"built {name} in {course}/{{source,release}}{workshop}" for name in graded]
+    if not with_release:
+        for name, nb in graded.items():
+            write(nb, layout.notebook("source", name))
+        return said
+    opened = Course.open(layout.root)
+    options = options or EngineOptions.build(opened.term.autograde, argparse.Namespace())
+    built = Built(graded, published_files(publish_url), publish_url)
+    done = release(opened, built, errata_route, options)
+    return done if done == unchanged(graded) else said + done
+
+
+def graded_notebooks(notebooks_dir: Path | None, only, publish_url: str | None) -> dict:
+    """The graded source notebook of every notebook (or `only` these), name -> notebook; and,
+    unless notebooks_dir is None, its workshop notebook and the Colab pipeline notebook
+    written."""
+    import nbformat
+
     known = [path.stem for path in sources()]
     unknown = sorted(set(only or ()) - set(known))
     if unknown:
         raise GradingError(f"no solutions/{unknown[0]}.py: the notebooks are {', '.join(known)}")
-    publish_url = publish_url_for(Layout(Path(course)), publish_url)
     graded = {}
     for path in sources():
         if only and path.stem not in only:
             continue
         # The graded flavours' header differs from the workshop's: it never links notebooks/.
         graded[path.stem] = source_notebook(path, graded=True, publish_url=publish_url)
+        nbformat.validate(graded[path.stem])
         if notebooks_dir is not None:
             workshop = workshop_notebook(source_notebook(path), path.stem)
             write(workshop, Path(notebooks_dir) / f"{path.stem}.ipynb")
     if notebooks_dir is not None:  # beside this file, in a checkout or in a drift check's copy
         colab = Path(notebooks_dir).parent / "maintainer" / f"{COLAB_PIPELINE.stem}.ipynb"
         write(colab_pipeline_notebook(), colab)
-    workshop = "" if notebooks_dir is None else " and notebooks/"
-    said = [f"built {name} in {course}/{{source,release}}{workshop}" for name in graded]
-    if not with_release:
-        for name, nb in graded.items():
-            write(nb, Layout(Path(course)).notebook("source", name))
-        return said
-    done = release_course(Layout(Path(course)), graded, publish_url, **release_options)
-    return done if done == unchanged(graded) else said + done
+    return graded
 
 
-def publish_url_for(layout: Layout, given: str | None) -> str | None:
-    """The publish URL a release builds with: the one given, else the one course.toml keeps
-    (written by the first release given one), so that a release never changes the published
-    notebooks' badge and setup cell by leaving it out. Where none was ever kept and publish/
-    carries badges (built before course.toml kept it), refused in one line."""
-    if given:
-        return given
-    kept = kept_publish_url(layout)
-    if kept:
-        return kept
-    badge = _badge_opens(layout)
-    if badge:
-        raise GradingError(
-            f"release refused: the published notebooks' Colab badge opens {badge}, and no "
-            "publish URL is given or kept in course.toml; give it once, `make release "
-            f"PUBLISH_URL={badge}`, and course.toml keeps it for every later release (to publish "
-            f"without a badge, remove {layout.step('publish')} first). {UNCHANGED}"
-        )
-    return None
-
-
-def _badge_opens(layout: Layout) -> str | None:
-    """The publish URL that a published notebook's Colab badge opens (github.com/ORG/REPO/blob/
-    BRANCH[/FOLDER]); None where publish/ holds no badge."""
-    opens = re.compile(rf"\({re.escape(COLAB)}/github/(\S+)/[^/\s]+\.ipynb\)")
-    for path in sorted(layout.step("publish").glob("*.ipynb")):
-        found = opens.search(path.read_text(encoding="utf-8"))
-        if found:
-            return f"github.com/{found[1]}"
-    return None
-
-
-def release_course(
-    layout: Layout,
-    graded: dict,
-    publish_url: str | None = None,
-    errata_route: str = errata.CARRY,
-    sandboxed: bool = True,
-) -> list[str]:
-    """The nbgrader source, release and publish/ of the `graded` notebooks (name -> source
-    notebook), built beside the course folder and swapped in only when all of it succeeded;
-    what changed against the gradebook, each notebook nbgrader cannot change in place carried
-    out (grader/term/errata.py) unless `errata_route` is "refuse"; a commented course.toml where
-    there is none. What to print."""
-    try:
-        with staged(layout) as staging:
-            done = _release_staged(staging, graded, publish_url, errata_route, sandboxed)
-            if _changes_nothing(staging, graded, done[0]):
-                raise _Unchanged  # leaves the staging folder, swapping nothing in
-    except _Unchanged:
-        return unchanged(graded)
-    except KeyboardInterrupt:
-        raise GradingError(f"release interrupted (Ctrl-C). {UNCHANGED}") from None
-    except GradingError as err:
-        said = str(err)
-        after = "\n" if "\n" in said else " "  # a one-line refusal stays one line
-        raise GradingError(f"{said}{after}{UNCHANGED}") from None
-    try:
-        course = Course.open(layout.root)
-    except GradingError as err:  # course.toml: the release is in place, its report waits
-        return [f"released; not reported, nor logged: {err}"]
-    return errata.report(course, *done)
-
-
-UNCHANGED = "Nothing in the course folder was changed."
-
-
-def unchanged(names) -> list[str]:
-    """What a release that changes nothing says."""
-    return [f"{name}: unchanged since the last release; nothing written" for name in names]
-
-
-class _Unchanged(Exception):
-    """A release that would write what the course folder holds already: nothing is swapped in."""
-
-
-def _changes_nothing(staging, graded: dict, changes: list) -> bool:
-    """Whether the staged release is the course's, file for file and byte for byte (the
-    gradebook aside, which nbgrader writes again either way), and the gradebook knows each
-    notebook with its graded cells as they are."""
-    known = {c.notebook for c in changes if not c.graded}
-    if known != set(graded):
-        return False
-    parts = [(mine, staged) for mine, staged in staging.parts if mine != staging.course.gradebook]
-    return all(_files(mine) == _files(staged) for mine, staged in parts)
-
-
-def _files(path: Path) -> dict[str, bytes] | None:
-    """A file's bytes, or a folder's files by their path in it; None where there is nothing."""
-    if path.is_file():
-        return {"": path.read_bytes()}
-    if not path.is_dir():
-        return None
-    return {str(f.relative_to(path)): f.read_bytes() for f in path.rglob("*") if f.is_file()}
-
-
-def _release_staged(staging, graded: dict, publish_url, errata_route: str, sandboxed: bool):
-    """release_course's work in the staging folder: (the changes, the regrade's outcomes, the
-    hand grades carried, its seconds, the sandbox it ran in)."""
-    stage, names = staging.layout, list(graded)
-    changes = errata.plan(stage, graded)
-    refused = errata.refusal(changes) if errata_route == errata.REFUSE else ""
-    if refused:
-        raise GradingError(refused)
-    for name, nb in graded.items():
-        write(nb, stage.notebook("source", name))
-    rebuilt = [change for change in changes if change.rebuilds]
-    isolated = isolation(sandboxed) if rebuilt else ""  # no sandbox: stops here, said why
-    for change in rebuilt:
-        staging.take_notebook(change.notebook, change.submissions)
-    carried = errata.set_aside(stage, rebuilt)
-    release(stage, names)
-    errata.keep_history(staging, names)
-    publish(names, stage.root, publish_url)
-    started = time.monotonic()
-    outcomes = errata.regrade(stage, rebuilt, carried, sandboxed=sandboxed)
-    seconds = time.monotonic() - started
-    _keep_settings(stage, publish_url)
-    return changes, outcomes, carried, seconds, isolated
-
-
-def _keep_settings(stage: Layout, publish_url: str | None) -> None:
-    """A commented course.toml where there is none; the publish URL built with kept in it, so
-    that a later release without one rebuilds the same published notebooks. A course.toml that
-    keeps it already is left byte for byte as it is."""
-    path = stage.settings
-    text = path.read_text(encoding="utf-8") if path.is_file() else starting_file()
-    kept = with_publish_url(text, publish_url) if publish_url else text
-    if kept != text or not path.is_file():
-        path.write_text(kept, encoding="utf-8")
+def hand_over(folder: Path, course: Path, only, publish_url: str | None) -> None:
+    """`--hand-over FOLDER`, for `python -m grader release`: the graded source notebooks and
+    publish/'s own files built into FOLDER (grader.term.release.Built), the course untouched."""
+    publish_url = publish_url_for(Layout(Path(course)), publish_url)
+    graded = graded_notebooks(None, only, publish_url)
+    Built(graded, published_files(publish_url), publish_url).write(folder)
 
 
 def drift() -> list[str]:
@@ -600,17 +485,11 @@ def command_line() -> argparse.ArgumentParser:
         "notebooks' Colab badge opens it (none without)",
     )
     parser.add_argument(
-        "--errata",
-        choices=(errata.CARRY, errata.REFUSE),
-        default=errata.CARRY,
-        help="a graded cell added or removed in a notebook with submissions: carry it out "
-        "(hand grades saved, the notebook rebuilt in the gradebook and regraded, each hand grade "
-        "of an unchanged answer put back; the default) or refuse the release",
-    )
-    parser.add_argument(
-        "--no-sandbox",
-        action="store_true",
-        help="regrade an errata's submissions without bubblewrap (trusted notebooks only)",
+        "--hand-over",
+        type=Path,
+        metavar="FOLDER",
+        help="build the graded notebooks and the wheel into FOLDER for `python -m grader "
+        "release`, and release nothing",
     )
     return parser
 
@@ -633,15 +512,10 @@ def main() -> None:
         return
     notebooks_dir = None if args.no_workshop else NOTEBOOKS
     try:
-        said = build(
-            notebooks_dir,
-            args.course,
-            not args.no_release,
-            args.only,
-            args.publish_url,
-            errata_route=args.errata,
-            sandboxed=not args.no_sandbox,
-        )
+        if args.hand_over:
+            hand_over(args.hand_over, args.course, args.only, args.publish_url)
+            return
+        said = build(notebooks_dir, args.course, not args.no_release, args.only, args.publish_url)
     except GradingError as err:
         sys.exit(str(err))
     print("\n".join(said))

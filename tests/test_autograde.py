@@ -18,6 +18,7 @@ from conftest import executing
 
 from grader.course import Layout
 from grader.engine import autograde as grading
+from grader.engine.options import EngineOptions
 from grader.term.course_open import Course
 from grader.term.scores import autograde
 from maintainer.fabricated_class import untouched, write
@@ -42,8 +43,9 @@ def no_job(*_):
     raise AssertionError("a job ran")
 
 
-def grade(course: Path, **options):
-    return grading.grade(Layout(course), workers=1, progress=False, sandboxed=False, **options)
+def grade(course: Path, students=None, force: bool = False):
+    options = EngineOptions(workers=1, progress=False, sandboxed=False, force=force)
+    return grading.grade(Layout(course), options, students)
 
 
 def test_each_check_scores_what_its_cell_left(course, monkeypatch):
@@ -135,6 +137,8 @@ def test_jobs_start_while_later_notebooks_are_still_being_sanitized(course, monk
     monkeypatch.setattr(grading, "prepare", recording_prepare)
     monkeypatch.setattr(grading, "job_pool", recording_pool)
     monkeypatch.setattr(grading, "run_job", lambda *_: {"error": "not run: a stand-in job"})
-    outcomes = autograde(Course.open(course), workers=1, sandboxed=False, progress=False)
+    outcomes = autograde(
+        Course.open(course), EngineOptions(workers=1, sandboxed=False, progress=False)
+    )
     assert {o.status for o in outcomes} == {"failed"} and len(outcomes) == 3
     assert events == ["prepare", "job"] * 3

@@ -7,6 +7,7 @@ graded for real comes back bundled is test_whole_term.py's."""
 
 from __future__ import annotations
 
+import html
 import json
 import shutil
 import subprocess
@@ -17,9 +18,9 @@ from pathlib import Path
 import pytest
 from paths import ROOT
 
-from grader.outcome import Outcome
+from grader.outcome import Outcome, Status
 from grader.term import collect
-from grader.term.bundles import bundle_feedback
+from grader.term.bundles import WHAT_TO_DO, bundle_feedback
 from grader.term.course_open import Course
 from grader.term.roster import import_roster
 from maintainer.fabricated_class import perfect, write
@@ -84,16 +85,23 @@ def test_one_zip_a_notebook_with_a_page_named_as_each_file_came(course):
         "frank_01_attention.html",
         "stonebob_LATE_9003_01_attention.html",
     ]
-    assert inside["archeralice_111_9002_01_attention-1.html"] == "<p>alice: 4 / 4</p>"
+    alice = (course / "feedback" / "alice" / NB / f"{NB}.html").read_text()
+    assert inside["archeralice_111_9002_01_attention-1.html"] == alice  # her page, as graded
 
 
 def test_a_notebook_not_graded_gets_a_page_that_says_why_never_an_old_score(course):
     inside = pages(bundle_feedback(Course.open(course), {})[0])
     eve, frank = inside["eve_01_attention.html"], inside["frank_01_attention.html"]
-    assert "01_attention: not graded" in eve and "hand that file in again" in eve
-    assert "<strong>Why:</strong> not valid notebook JSON (cut short)" in eve
-    assert "the job could not run: out of memory" in frank and "Restart and run all" in frank
-    assert "4 / 4" not in frank and "it is not a zero" in frank
+    for page, student in ((eve, "eve"), (frank, "frank")):
+        outcome = NOT_GRADED[student]
+        assert f"<h1>{NB}: not graded</h1>" in page
+        assert f"<strong>Why:</strong> {html.escape(outcome.reason)}</p>" in page
+        assert html.escape(WHAT_TO_DO[outcome.status]) in page  # what to do, by what happened
+    assert WHAT_TO_DO[Status.QUARANTINED] != WHAT_TO_DO[Status.FAILED]
+    assert (
+        "4 / 4" not in frank
+        and "Nothing was scored for this notebook yet: it is not a zero" in frank
+    )
     # The page is in feedback/ too, over the old one, as the student's feedback now.
     assert (course / "feedback" / "frank" / NB / f"{NB}.html").read_text() == frank
 
@@ -110,5 +118,5 @@ def test_make_help_says_what_feedback_writes():
     """One zip per notebook, as bundle_feedback writes them, not one per student."""
     listed = subprocess.run(["make", "help"], cwd=ROOT, capture_output=True, text=True, check=True)
     (line,) = [x for x in listed.stdout.splitlines() if x.split()[:2] == ["make", "feedback"]]
-    assert "a zip per notebook (a page per student) in reports/feedback_bundles/" in line
+    assert "zip per notebook" in line and "reports/feedback_bundles/" in line
     assert "zip per student" not in line

@@ -130,3 +130,47 @@ def test_each_heavy_file_has_an_order_of_its_own():
     assert {"test_grading.py", "test_fresh_runtime.py", "test_bench.py"} <= set(orders)
     assert all(isinstance(order, int) for order in orders.values()), orders
     assert sorted(orders.values()) == list(range(1, len(orders) + 1)), orders
+
+
+SENTENCE_WORDS = 4  # a string literal of this many words or more is a sentence
+SENTENCE_SHARE = 0.12  # of the suite's asserts, at most
+
+
+def sentence_asserts(folder: Path) -> tuple[int, int]:
+    """(asserts comparing a sentence, all asserts) over the test files of `folder`: an assert
+    compares a sentence when its test, not its message, holds a string literal of
+    SENTENCE_WORDS words or more."""
+    sentences = total = 0
+    for path in sorted(folder.glob("test_*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Assert):
+                total += 1
+                sentences += any(
+                    isinstance(n, ast.Constant)
+                    and isinstance(n.value, str)
+                    and len(n.value.split()) >= SENTENCE_WORDS
+                    for n in ast.walk(node.test)
+                )
+    return sentences, total
+
+
+def test_the_count_tells_a_sentence_from_a_code_and_a_message(tmp_path):
+    (tmp_path / "test_x.py").write_text(
+        "def test_a():\n"
+        "    assert 'the check says so' in said\n"
+        "    assert failure.code == 'ex1.no_sqrt_dk'\n"
+        "    assert ok, 'a message of many words is no comparison'\n"
+        "    assert f'{n} of these and more' == said\n",
+        encoding="utf-8",
+    )
+    assert sentence_asserts(tmp_path) == (2, 4)
+
+
+def test_few_asserts_compare_a_sentence():
+    """Rewording a message fails the one test of its words, where it is made; elsewhere a
+    test holds the code, the status or the value that carries the behaviour."""
+    sentences, total = sentence_asserts(ROOT / "tests")
+    assert sentences <= SENTENCE_SHARE * total, (
+        f"{sentences} of {total} asserts compare a sentence of {SENTENCE_WORDS} words or more "
+        f"(at most {SENTENCE_SHARE:.0%}): assert the code or the value instead"
+    )

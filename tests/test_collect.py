@@ -22,6 +22,7 @@ import pytest
 
 from grader.__main__ import main
 from grader.course import GradingError
+from grader.engine import preflight
 from grader.term import collect, collected
 from grader.term.course_open import Course
 from maintainer.fabricated_class import (
@@ -77,6 +78,13 @@ def log_sections(course: Path) -> list[str]:
     return (course / "reports" / "term_log.md").read_text().split("\n## ")[1:]
 
 
+def rows(text: str) -> list[dict[str, str]]:
+    """The rows of the first Markdown table in `text` (a report, a listing), by column."""
+    table = [line for line in text.splitlines() if line.startswith("| ")]
+    head, *body = ([cell.strip() for cell in line.strip("|").split(" | ")] for line in table)
+    return [dict(zip(head, row, strict=True)) for row in body]
+
+
 # Alice's uploads, in Canvas's order: each upload a new attachment id, a repeated name "-1".
 ALICE, ALICE2, ALICE3 = (
     canvas_name("Archer, Alice", 111, 9000 + n, f"{NAME}{tail}.ipynb")
@@ -95,7 +103,7 @@ def test_the_same_zip_again_changes_nothing_and_says_so(course, tmp_path):
     assert again.summary.startswith("collect canvas.zip: 1 file, nothing changed: unchanged 1\n")
     assert (submitted(course), (course / "collected" / "index.jsonl").read_text()) == before
     sections = log_sections(course)
-    assert len(sections) == 2 and "1 file, nothing changed" in sections[1]
+    assert len(sections) == 2 and again.summary.splitlines()[0].partition(": ")[2] in sections[1]
     assert f"| {ALICE} | alice | {NAME} | {NOT_RECORDED} |" in sections[1]
 
 
@@ -105,8 +113,10 @@ def test_the_same_folder_again_changes_nothing(course, tmp_path):
     (folder / "bob" / f"{NAME}.ipynb").write_bytes(good(course))
     os.utime(folder / "bob" / f"{NAME}.ipynb", ns=(0, 1_800_000_000_123_456_789))  # sub-second
     assert [f.status for f in collect.collect(Course.open(course), folder)] == ["counts"]
+    index = (course / "collected" / "index.jsonl").read_text()
     again = collect.collect(Course.open(course), folder)
-    assert again.summary.startswith("collect downloads: 1 file, nothing changed: unchanged 1\n")
+    assert [f.status for f in again] == ["unchanged"]
+    assert (course / "collected" / "index.jsonl").read_text() == index
 
 
 def test_a_broken_file_never_replaces_one_that_can_be_graded(course, tmp_path):
@@ -130,13 +140,10 @@ def test_the_refusal_is_one_printed_line_that_says_why(course, tmp_path, capsys)
     canvas(tmp_path / "b.zip", (ALICE2, CORRUPT))
     main(["--course", str(course), "collect", str(tmp_path / "b.zip")])
     out = capsys.readouterr().out.splitlines()
-    assert out[0] == "collect b.zip: 1 file: refused 1"
-    assert out[1] == (
-        "hand-in times: Canvas's files: none recorded 1 (Canvas's zip stamps none; lateness is "
-        "Canvas's, 0 marked LATE; give --times for Canvas's own times)"
-    )
-    assert out[2].startswith(f"refused: {ALICE2} (alice / {NAME}): it cannot be graded (not valid")
-    assert f"the file that counts stays {stays}, handed in {NOT_RECORDED}" in out[2]
+    assert out[0].endswith(f": {collect.FileStatus.REFUSED} 1")
+    assert out[1].startswith("hand-in times: ")
+    # The note's words: test_a_broken_file_never_replaces_one_that_can_be_graded.
+    assert out[2].startswith(f"refused: {ALICE2} (alice / {NAME}): ") and stays in out[2]
     assert len(out) == 5  # summary, times, the refusal, nobody missing, where the table is
 
 
@@ -198,10 +205,12 @@ def test_an_emailed_fix_counts_from_the_time_given(course, tmp_path):
     (broken,) = batch
     assert submitted(course)[0] == CORRUPT  # nothing else: graded, so that it is quarantined
     # What collect knows, it says: not "counts", and what to do.
-    assert broken.status == "cannot be graded"
-    assert batch.summary.splitlines()[0] == "collect canvas.zip: 1 file: cannot be graded 1"
+    assert broken.status == collect.FileStatus.BROKEN
+    why = collected.Store(Course.open(course)).known("alice", NAME, broken.sha256).broken
+    assert why == preflight.read_notebook(CORRUPT)[1]  # preflight's reason, kept with the file
+    assert batch.summary.splitlines()[0].endswith(f": {broken.status} 1")
     assert batch.summary.splitlines()[2].startswith(
-        f"cannot be graded: {ALICE} (alice / {NAME}): not valid notebook JSON"
+        f"{broken.status}: {ALICE} (alice / {NAME}): {why}"
     )
     assert broken.note.endswith(
         "it stands in submitted/ so that autograde reports it, never as a 0; ask for a good "
@@ -214,16 +223,21 @@ def test_an_emailed_fix_counts_from_the_time_given(course, tmp_path):
     )
     assert (item.student, item.status, item.time_from) == ("alice", "counts", "given")
     assert submitted(course) == (good(course), "2027-01-15 17:00:00.000000 UTC")
-    assert (
-        f"| attachment.ipynb | alice | {NAME} | 2027-01-15 18:00 CET (given) |"
-        in (course / "reports" / "collect.md").read_text()
+    (row,) = rows((course / "reports" / "collect.md").read_text())
+    assert (row["file"], row["student"], row["handed in"]) == (
+        "attachment.ipynb",
+        "alice",
+        collected.handed_in(item, Course.open(course).term.zone),
     )
     (again,) = collect.collect(Course.open(course), corrupt)
     assert again.status == "unchanged"
     assert submitted(course) == (good(course), "2027-01-15 17:00:00.000000 UTC")
-    listing = collected.pin_command(Course.open(course), "alice", NAME, None, False)
-    assert "| given | attachment.ipynb |" in listing
-    assert "| no: not valid notebook JSON" in listing
+    listing = rows(collected.pin_command(Course.open(course), "alice", NAME, None, False))
+    assert [(r["kept as"], r["can be graded"]) for r in listing] == [
+        (broken.sha256[:12], f"no: {why}"),
+        (item.sha256[:12], "yes"),
+    ]
+    assert (listing[1]["time from"], listing[1]["came from"]) == ("given", "attachment.ipynb")
 
 
 def test_the_instructors_time_and_student_are_checked(course, tmp_path):
@@ -262,6 +276,9 @@ def test_a_pin_chooses_and_unpinning_returns_to_the_rule(course, tmp_path):
     first = collected.sha256(good(course, "first"))
     said = collected.pin_command(Course.open(course), "alice", NAME, first[:8], False)
     assert said.startswith(f"alice / {NAME}: {first[:12]} counts (pinned with collect-pin)")
+    assert (
+        collected.Store(Course.open(course)).choice("alice", NAME)[1] == "pinned with collect-pin"
+    )
     assert submitted(course) == (good(course, "first"), None)
     third = canvas(tmp_path / "c.zip", (ALICE3, good(course, "3")))
     (item,) = collect.collect(Course.open(course), third)
@@ -298,9 +315,11 @@ def test_handed_in_nothing_counts_every_collect(course, tmp_path):
     one = canvas(tmp_path / "b.zip", ("stonebob_222_9009_04_training.ipynb", b"{}"))
     printed = collect.collect(Course.open(course), one).summary
     assert "on the roster, nothing handed in at all: 1 (carol)" in printed  # not alice
+    missing = {"": ["carol"], NAME: ["bob", "carol"], "04_training": ["alice", "carol"]}
+    assert collect.missing(Course.open(course)) == missing
     report = (course / "reports" / "collect.md").read_text()
-    assert "- any notebook (1): carol" in report
-    assert f"- {NAME} (2): bob, carol" in report and "- 04_training (2): alice, carol" in report
+    assert "\n- any notebook (1): carol\n" in report
+    assert f"- {NAME} (2): bob, carol" in report
 
 
 def test_a_stamped_course_takes_entry_times_in_its_zone(course, tmp_path):
@@ -311,13 +330,16 @@ def test_a_stamped_course_takes_entry_times_in_its_zone(course, tmp_path):
     with zipfile.ZipFile(tmp_path / "z.zip", "w") as archive:
         archive.writestr(info, good(course))
     # Unless the course says its downloads are stamped, an entry's time is no hand-in time.
-    printed = collect.collect(Course.open(course), tmp_path / "z.zip").summary.splitlines()
+    found = collect.collect(Course.open(course), tmp_path / "z.zip")
+    assert [(f.status, f.time_from) for f in found] == [("counts", "none")]
+    printed = found.summary.splitlines()
     assert printed[1] == "hand-in times: none recorded 1 (no penalty here; see [collect] stamped)"
-    assert "| bob | 01_attention | at a time not recorded |" in log_sections(course)[-1]
+    (row,) = rows(log_sections(course)[-1])
+    assert (row["student"], row["handed in"]) == ("bob", collected.handed_in(found[0], None))
     assert submitted(course, "bob")[1] is None
     (course / "course.toml").write_text(COURSE_TOML + "\n[collect]\nstamped = true\n")
-    printed = collect.collect(Course.open(course), tmp_path / "z.zip").summary.splitlines()
-    assert printed[:2] == ["collect z.zip: 1 file: counts 1", "hand-in times: zip entry 1"]
+    found = collect.collect(Course.open(course), tmp_path / "z.zip")
+    assert [(f.status, f.time_from) for f in found] == [("counts", "zip entry")]
     row = "2027-01-16 00:30 CET (zip entry), 31 min late (due 2027-01-15 23:59 CET)"
     assert row in (course / "reports" / "collect.md").read_text()
     assert row in log_sections(course)[-1]
@@ -366,16 +388,16 @@ def test_the_fabricated_class_is_sorted_and_what_is_skipped_says_why(released, t
     downloads = tmp_path / "downloads"
     fabricate(course, downloads)
     notes = {f.source: f for f in collect.collect(Course.open(course), downloads)}
-    assert notes["colab_Copy of 01_attention (1).ipynb"].student == "colab"
-    assert notes["colab_Copy of 01_attention (1).ipynb"].note == (
-        "a copy's name, filed as 01_attention.ipynb"
-    )
+    colab = notes[f"colab_Copy of {NAME} (1).ipynb"]
+    assert (colab.student, colab.note) == ("colab", "a copy's name, filed as 01_attention.ipynb")
     assert notes["perfect/02_causal_mask.ipynb"].note == ""  # its own name: nothing to say
     assert (course / "submitted" / "colab" / NAME / f"{NAME}.ipynb").is_file()
     assert notes["erin/01_attention (2).ipynb"].student == "erin"
     assert "newer copy" in notes["erin/01_attention.ipynb"].note
-    assert notes["notes.txt"].note.startswith("skipped: not a notebook")
-    assert notes["01_attention.ipynb"].note.startswith("skipped: no student id")
+    stray = notes["notes.txt"]
+    assert (stray.status, stray.codes) == ("skipped", [collect.NOT_A_NOTEBOOK])
+    nobody = notes["01_attention.ipynb"]  # no student id in its name
+    assert (nobody.status, nobody.student, nobody.assignment) == ("skipped", None, NAME)
 
 
 def test_a_canvas_zip_as_canvas_builds_it_makes_no_one_late(course, tmp_path):
@@ -393,15 +415,21 @@ def test_a_canvas_zip_as_canvas_builds_it_makes_no_one_late(course, tmp_path):
         "hand-in times: Canvas's files: none recorded 2 (Canvas's zip stamps none; lateness is "
         "Canvas's, 1 marked LATE; give --times for Canvas's own times)"
     )
-    table = (course / "reports" / "collect.md").read_text()
-    assert f"| {ALICE} | alice | {NAME} | {NOT_RECORDED} |" in table
-    assert f"| {BOB_LATE} | bob | {NAME} | at a time not recorded (Canvas: LATE) |" in table
-    assert " late (due " not in table
+    table = rows((course / "reports" / "collect.md").read_text())
+    zone = Course.open(course).term.zone
+    assert [(r["file"], r["handed in"]) for r in table] == [
+        (ALICE, NOT_RECORDED),
+        (BOB_LATE, collected.handed_in(found[1], zone)),  # Canvas's LATE, and no lateness of ours
+    ]
     assert collected.lms_late(Course.open(course), "bob", NAME) is True
     assert collected.lms_late(Course.open(course), "alice", NAME) is False
     assert collected.lms_late(Course.open(course), "carol", NAME) is None
-    listing = collected.pin_command(Course.open(course), "bob", NAME, None, False)
-    assert "| – | none (Canvas: LATE) | canvas.zip: " in listing
+    (kept,) = rows(collected.pin_command(Course.open(course), "bob", NAME, None, False))
+    assert (kept["handed in"], kept["time from"], kept["came from"]) == (
+        "–",
+        "none (Canvas: LATE)",
+        f"canvas.zip: {BOB_LATE}",
+    )
 
 
 TIMES = """user_id,assignment_id,submitted_at,attachment_ids
@@ -422,10 +450,8 @@ def test_canvas_s_own_times_come_from_its_submissions_api(course, tmp_path):
     table = (course / "reports" / "collect.md").read_text()
     row = "2027-01-16 12:00 CET (LMS times), 12 h 1 min late (due 2027-01-15 23:59 CET)"
     assert f"| {ALICE} | alice | {NAME} | {row} |" in table
-    assert table.splitlines()[3] == (
-        "hand-in times: Canvas's files: LMS times 1, none recorded 1 (Canvas's zip stamps none; "
-        "lateness is Canvas's, 1 marked LATE; give --times for Canvas's own times)"
-    )
+    store = collected.Store(Course.open(course))
+    assert [store.choice(s, NAME)[0].time_from for s in ("alice", "bob")] == ["LMS times", "none"]
     (tmp_path / "bad.csv").write_text("user_id,submitted_at\n111,2027-01-16T11:00:00Z\n")
     with pytest.raises(GradingError, match="needs the columns user_id, assignment_id"):
         collect.collect(Course.open(course), batch, times=tmp_path / "bad.csv")
@@ -460,6 +486,8 @@ def test_a_moodle_zip_s_times_are_its_file_pool_s_not_hand_in_times(course, tmp_
     )
     found = {f.source: f for f in collect.collect(Course.open(course), tmp_path / "moodle.zip")}
     assert submitted(course) == (good(course, "second"), None)
-    assert found[first].note == f"refused: {second!r} is a newer copy of the same notebook"
-    table = (course / "reports" / "collect.md").read_text()
-    assert f"| {second} | alice | {NAME} | at a time not recorded |" in table
+    assert found[first].status == "refused"  # the note's words: the test above, by attachment
+    assert [(f.status, f.time_from, f.submitted_at) for f in found.values()] == [
+        ("counts", "none", None),
+        ("refused", "none", None),
+    ]

@@ -234,3 +234,20 @@ def test_an_edited_check_is_restored_reported_and_told_to_its_student(released, 
         "was."
     )
     assert f"<li>{said.replace(chr(39), '&#x27;')}</li>" in page.read_text()
+
+
+def test_a_file_that_is_no_notebook_is_its_students_not_nothing(handed, tmp_path):
+    """dave's .py alone: named as his, for 01, over every collect, never as nothing handed in."""
+    course = Path(shutil.copytree(handed.course, tmp_path / "course"))
+    absent = collect.missing(Course.open(course))
+    assert "dave" not in absent[""] and "dave" not in absent[NB]
+    (other,) = collected.Store(Course.open(course)).others.values()
+    assert (other.student, other.assignment, other.source) == ("dave", NB, DAVE)
+    assert collect.no_notebook(Course.open(course)) == [f"dave / {NB}: no notebook, only {DAVE}"]
+    empty = tmp_path / "nothing new"
+    empty.mkdir()
+    printed = collect.collect(Course.open(course), empty).summary  # a later collect
+    assert f"dave (Dave Doe) / {NB}: no notebook, only {DAVE}" in printed.splitlines()
+    report = (course / "reports" / "collect.md").read_text(encoding="utf-8")
+    assert f"\n- dave (Dave Doe) / {NB}: no notebook, only {DAVE}\n" in report
+    assert collect.missing(Course.open(course)) == absent

@@ -21,7 +21,8 @@ def test_vocabulary_and_splits(corpus):
     assert list(corpus.vocab.chars) == sorted(corpus.vocab.chars)
     assert (len(corpus.train), len(corpus.val), len(corpus.test)) == (1_000_000, 55_000, 60_394)
     assert corpus.vocab.decode(corpus.test[:20]) == corpus.text[1_055_000:1_055_020]
-    assert corpus.vocab.decode(corpus.vocab.encode("To be, or not")) == "To be, or not"
+    line = "To be, or not"
+    assert corpus.vocab.decode(corpus.vocab.encode(line)) == line
 
 
 def test_unknown_characters_are_named():

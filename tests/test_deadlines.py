@@ -16,16 +16,19 @@ import pytest
 from conftest import executing
 from nbgrader.api import Gradebook
 
-from grader.course import GradingError, Layout
+from grader.course import Layout
 from grader.engine import autograde as engine
+from grader.engine.options import EngineOptions
 from grader.term import collect, collected, deadlines
 from grader.term.course_open import Course
 from grader.term.nbgrader_apps import gradebook
 from grader.term.scores import autograde
+from grader.term.settings import SettingError
 from maintainer.fabricated_class import canvas_name, canvas_zip, release
 from maintainer.notebook_build import SOLUTION_MARKERS
 
 NAME = "01_attention"
+TWO_TRUSTED = EngineOptions(workers=2, sandboxed=False, progress=False)  # stand-in jobs
 DUE = datetime(2027, 1, 15, 23, 59)  # UTC, as the gradebook keeps it
 LATE = (2027, 1, 17, 1, 0, 0)  # 1 d 1 h 1 min late: two started days
 COURSE_TOML = """timezone = "UTC"
@@ -98,7 +101,7 @@ def graded(course, tmp_path_factory):
     # settled on saved scores, whatever produced them).
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(engine, "run_job", executing())
-        outcomes = autograde(Course.open(course), workers=2, progress=False, sandboxed=False)
+        outcomes = autograde(Course.open(course), TWO_TRUSTED)
     return {o.student: o for o in outcomes}
 
 
@@ -151,7 +154,7 @@ def test_a_changed_policy_applies_without_grading_again(course, graded):
     toml = course / "course.toml"
     try:
         toml.write_text(COURSE_TOML.replace('"percent_per_day"', '"zero"'))
-        rerun = autograde(Course.open(course), progress=False, sandboxed=False)
+        rerun = autograde(Course.open(course), EngineOptions(sandboxed=False, progress=False))
         again = {o.student: o for o in rerun}
     finally:
         toml.write_text(COURSE_TOML)
@@ -184,8 +187,9 @@ def test_the_course_says_which_notebooks_are_assigned_and_extra(course, tmp_path
         for name in ("01_attention", "04_training", "06_stretch")
     ]
     (copy / "course.toml").write_text('assigned = ["01_attention"]\nextra_credit = ["05_head"]\n')
-    with pytest.raises(GradingError, match="extra_credit names 05_head, not released"):
+    with pytest.raises(SettingError) as refused:
         Course.open(copy)
+    assert (refused.value.key, refused.value.value) == ("extra_credit", ["05_head"])
 
 
 def test_the_zip_extended_timestamp_is_read_as_utc():
@@ -220,7 +224,7 @@ def test_a_canvas_zip_as_canvas_builds_it_costs_no_one_points(tmp_path):
     collect.collect(Course.open(course), built)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(engine, "run_job", executing())
-        outcomes = autograde(Course.open(course), workers=2, progress=False, sandboxed=False)
+        outcomes = autograde(Course.open(course), TWO_TRUSTED)
     assert sorted((o.student, o.score, o.late_penalty, o.seconds_late) for o in outcomes) == [
         ("archeralice", 4, 0, 0),
         ("stonebob", 4, 0, 0),

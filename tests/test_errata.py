@@ -1,4 +1,4 @@
-"""Errata (grader/term/errata.py, maintainer/notebook_build.release_course): a graded cell added to
+"""Errata (grader/term/errata.py, grader/term/release.py): a graded cell added to
 notebook 01 after the class handed it in. Refused (ERRATA=refuse), the course folder is byte for
 byte as it was, and the line says whose submissions and which routes; carried out, every hand
 grade of an unchanged answer (an override, extra credit, a comment, a flag) is back after the
@@ -23,6 +23,7 @@ from paths import ROOT
 
 from grader.course import GradingError, Layout
 from grader.engine import autograde as engine
+from grader.engine.options import EngineOptions
 from grader.term import errata, overrides, settings
 from grader.term.course_open import Course
 from grader.term.scores import autograde
@@ -37,6 +38,7 @@ from maintainer.fabricated_class import (
 from maintainer.student_package import wheel_name
 
 NB, CHECK = "01_attention", "ex1_check"
+TRUSTED = EngineOptions(sandboxed=False, progress=False)  # the jobs are stand-ins
 FAILED = nbformat.v4.new_output(
     "error", ename="CheckFailed", evalue="[ex1.no_sqrt_dk]", traceback=[]
 )
@@ -68,7 +70,7 @@ def graded(released, tmp_path_factory) -> Path:
         write(layout.notebook("submitted", NB, student), colab_shaped(nb))
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(engine, "run_job", job)
-        autograde(Course.open(course), progress=False, sandboxed=False)
+        autograde(Course.open(course), TRUSTED)
     with Gradebook(layout.db_url) as gb:
         override = gb.find_grade(CHECK, NB, NB, "bea")
         override.manual_score, override.needs_manual_grade = 2, False
@@ -137,7 +139,7 @@ def files(folder: Path) -> dict[str, bytes]:
 
 
 def release(course: Path, route: str) -> list[str]:
-    return notebook_build.build(None, course, only=[NB], errata_route=route, sandboxed=False)
+    return notebook_build.build(None, course, only=[NB], errata_route=route, options=TRUSTED)
 
 
 def test_refused_the_course_folder_stays_byte_for_byte_and_the_line_says_why(
@@ -212,7 +214,7 @@ def test_carried_out_every_hand_grade_of_an_unchanged_answer_is_back(
     }
     # The next autograde finds nothing to run: the release graded against what it released.
     monkeypatch.setattr(engine, "run_job", lambda *_: pytest.fail("a job ran"))
-    again = autograde(Course.open(course), progress=False, sandboxed=False)
+    again = autograde(Course.open(course), TRUSTED)
     assert {o.status for o in again} == {"unchanged"}
 
 
@@ -232,7 +234,7 @@ def test_the_first_release_writes_a_commented_course_toml_that_reads_as_every_de
     text = Layout(released).settings.read_text(encoding="utf-8")
     assert text == settings.starting_file()
     assert all(line.startswith("#") for line in text.splitlines() if line.strip())
-    assert all(f"\n# {key}: " in text for key in settings.KEYS)
+    assert all(f"\n# {setting.key}: " in text for setting in settings.SETTINGS)
     names = tuple(Layout(released).released())
     assert settings.read(text, names) == settings.read("", names)
     # Each example is a setting as written: uncommented, it is read.

@@ -20,6 +20,7 @@ from paths import ROOT
 
 from grader.course import Layout
 from grader.engine import autograde as engine
+from grader.engine.options import EngineOptions
 from grader.term import gradesheet, nbgrader_apps
 from grader.term.course_open import Course
 from grader.term.export import export
@@ -46,7 +47,7 @@ def collect(course: Path, student: str, nb: dict, at: str) -> None:
 def grade(course: Path) -> list:
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(engine, "run_job", executing())
-        return autograde(Course.open(course), progress=False, sandboxed=False)
+        return autograde(Course.open(course), EngineOptions(sandboxed=False, progress=False))
 
 
 @pytest.fixture(scope="module")
@@ -128,7 +129,9 @@ def test_a_points_errata_is_refused_until_autograde_then_exports_the_new_maximum
     course, points_errata
 ):
     exported(course)  # as graded: 4 of 4 each
-    notebook_build.build(None, course, only=[NB], sandboxed=False)
+    notebook_build.build(
+        None, course, only=[NB], options=EngineOptions(progress=False, sandboxed=False)
+    )
     assert Course.open(course).term.points[NB] == 5
     assert changed(course) == [
         gradesheet.Changed("ann", NB, gradesheet.REGRADE),

@@ -139,7 +139,7 @@ def test_the_model_04_trained_reaches_05_through_the_drive(runs):
     home = Path(runs["04_training"][1]["HOME"])
     trained = home / "transformer-lab" / "notebooks" / "mini_gpt.pt"
     assert in_drive.read_bytes() == trained.read_bytes()  # 04 copied what it trained
-    assert "Saved a copy to your Google Drive" in said["04_training"]
+    assert "MyDrive/transformer-lab/mini_gpt.pt" in said["04_training"]  # and says where
     clone = Path(runs["05_heads"][1]["HOME"]) / "transformer-lab" / "notebooks"
     assert not (clone / "mini_gpt.pt").exists()  # nothing of 04's beside it
     mine = (
@@ -148,12 +148,11 @@ def test_the_model_04_trained_reaches_05_through_the_drive(runs):
     )
     assert mine in said["05_heads"], said["05_heads"][-2000:]
     # 05 sets nothing recorded beside the student's own model: only its own distances.
-    assert "You are looking at your own model" in said["05_heads"]
-    assert "Recorded for run" not in said["05_heads"]
+    assert "your own model" in said["05_heads"] and "Recorded for run" not in said["05_heads"]
     # 06, whose Drive could not be mounted, says so and studies the course's model.
-    assert "Your Google Drive could not be mounted" in said["06_stretch"]  # the setup cell
-    assert "your Google Drive was not searched: your Google Drive could not" in said["06_stretch"]
-    assert "the course's mini-GPT trained at the full budget (3,000 steps)" in said["06_stretch"]
+    assert "could not be mounted" in said["06_stretch"]  # the setup cell
+    assert "was not searched" in said["06_stretch"]  # the model's origin says why
+    assert "course's mini-GPT" in said["06_stretch"] and "(3,000 steps)" in said["06_stretch"]
 
 
 def test_the_recorded_start_of_a_fresh_runtime_is_of_the_setup_cell_built_now():
@@ -165,4 +164,4 @@ def test_the_recorded_start_of_a_fresh_runtime_is_of_the_setup_cell_built_now():
         "the setup cell changed since its start was measured: run `make core-minutes`"
     )
     assert recorded["kernel_start_s"] > 0 and recorded["setup_cell_s"] > 0
-    assert recorded["install"] == "online: pip builds the package in isolation, as on Colab"
+    assert recorded["install"] == fresh_runtime.INSTALL

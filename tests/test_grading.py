@@ -16,6 +16,7 @@ from conftest import checkout_copy
 from paths import ROOT
 
 from grader.engine import sandbox
+from grader.engine.options import EngineOptions
 from grader.outcome import COPY
 from grader.term import collect
 from grader.term.course_open import Course
@@ -75,9 +76,8 @@ def graded(course, tmp_path_factory):
     folder = tmp_path_factory.mktemp("downloads")
     fabricate(course, folder)
     found = collect.collect(Course.open(course), folder)
-    outcomes = autograde(
-        Course.open(course), workers=2, cell_timeout=10, memory_gb=3, progress=False
-    )
+    options = EngineOptions(workers=2, cell_timeout=10, memory_gb=3, progress=False)
+    outcomes = autograde(Course.open(course), options)
     return found, outcomes
 
 
@@ -163,7 +163,8 @@ def test_a_changed_check_regrades(graded, course, tmp_path, monkeypatch):
     old, new = b"not divided by sqrt(d_k)", b"never divided by sqrt(d_k)"
     assert old in original
     checks.write_bytes(original.replace(old, new))
-    (again,) = autograde(Course.open(course), students=["deleted"], cell_timeout=10, progress=False)
+    options = EngineOptions(cell_timeout=10, progress=False)
+    (again,) = autograde(Course.open(course), options, students=["deleted"])
     assert again.status == "graded" and again.score == 1
     graded_copy = course / "autograded" / "deleted" / "01_attention" / "01_attention.ipynb"
     assert new.decode() in graded_copy.read_text()

@@ -294,3 +294,69 @@ def test_a_check_judges_the_solution_cells_its_exercise_reads_above_another_chec
         ("set aside", "ex6a_check"),
         ("set aside", "ex6b_check"),
     }
+
+
+OWN = "Good: names the LSTM and a reason."  # what the grader wrote in the formgrader
+
+
+def comment(course: Path, student: str) -> str | None:
+    with Gradebook(Layout(course).db_url) as gb:
+        return gb.find_comment(PREDICTION, NB4, NB4, student).manual_comment
+
+
+def test_a_changed_written_answer_carries_the_answer_graded_until_its_second_look(
+    course, monkeypatch
+):
+    """The answer graded goes into the cell's comment below the grader's own words, and to
+    reports/changed_answers.md beside the new one; feedback is written without it; Resolve
+    and the next regrade take it out, the grader's words left as they were."""
+    with Gradebook(Layout(course).db_url) as gb:
+        gb.find_comment(PREDICTION, NB4, NB4, "ben").manual_comment = OWN
+        gb.db.commit()
+    changed = "The GPT: attention sees the whole window."
+    nb = perfect(course, NB4)
+    cell_of(nb, PREDICTION)["source"] = changed
+    hand_in(course, "ben", NB4, nb)
+    monkeypatch.setattr(engine, "run_job", executing())
+    autograde(course, "--notebook", NB4)
+    assert grades(course, NB4, PREDICTION)["ben"] == (1, True, 3)
+    noted = comment(course, "ben")
+    assert noted.startswith(OWN + "\n") and f"\n> {ANSWER}\n" in noted
+    assert changed not in noted  # the new answer is the cell's own
+    assert comment(course, "ada") is None  # unchanged: no note
+    record = [json.loads(line) for line in (course / "hand_grades.jsonl").open()]
+    assert [(r["event"], r["student"], r["text"], r["new_text"]) for r in record] == [
+        ("answer changed", "ben", ANSWER, changed)
+    ]
+    assert (record[0]["manual_score"], record[0]["max_score"]) == (1, 1)
+    page = (course / "reports" / "changed_answers.md").read_text(encoding="utf-8")
+    assert "## ben / 04_training / ex4_prediction, " in page
+    assert f"\n> {ANSWER}\n" in page and f"\n> {changed}\n" in page
+
+    cli(course, "feedback")
+    shown = (course / "feedback" / "ben" / NB4 / f"{NB4}.html").read_text(encoding="utf-8")
+    assert OWN in shown and changed in shown and ANSWER not in shown  # the note set aside
+    assert comment(course, "ben") == noted  # and put back
+
+    formgrader_saves(course, NB4, PREDICTION, 1, "ben")  # Resolve: the same score saved
+    autograde(course, "--force", "--notebook", NB4)
+    assert comment(course, "ben") == OWN
+    assert grades(course, NB4, PREDICTION)["ben"] == (1, False, 3)
+
+
+def test_feedback_after_the_second_look_leaves_the_note_out_for_good(course, monkeypatch):
+    """Resolve, then feedback with no regrade between: the note is not put back."""
+    with Gradebook(Layout(course).db_url) as gb:
+        gb.find_comment(PREDICTION, NB4, NB4, "ben").manual_comment = OWN
+        gb.db.commit()
+    nb = perfect(course, NB4)
+    cell_of(nb, PREDICTION)["source"] = "The GPT: attention sees the whole window."
+    hand_in(course, "ben", NB4, nb)
+    monkeypatch.setattr(engine, "run_job", executing())
+    autograde(course, "--notebook", NB4)
+    assert f"\n> {ANSWER}\n" in comment(course, "ben")
+    formgrader_saves(course, NB4, PREDICTION, 1, "ben")
+    cli(course, "feedback")
+    assert comment(course, "ben") == OWN
+    changed = (course / "reports" / "changed_answers.md").read_text(encoding="utf-8")
+    assert f"\n> {ANSWER}\n" in changed  # still there

@@ -42,8 +42,9 @@ def scaled_dot_product_attention(Q, K, V, allowed=None, scale=SCALE):
 
 
 def test_helpers_modules_constants_and_defaults_travel_in_the_order_they_run():
+    imports = ["import numpy as np", "from torch.nn.functional import softmax as sm"]
     ns = notebook(
-        "import math\nimport numpy as np\nfrom torch.nn.functional import softmax as sm\n",
+        "import math\n" + "".join(f"{line}\n" for line in imports),
         'NEG_INF = float("-inf")\nAXIS = -1\n',
         "def rows(scores):\n    return sm(scores, dim=AXIS)\n",
         "def SCALE(d_k):\n    return 1 / np.sqrt(d_k)\n",
@@ -52,8 +53,8 @@ def test_helpers_modules_constants_and_defaults_travel_in_the_order_they_run():
     fn = ns["scaled_dot_product_attention"]
     assert needed(fn).missing == {}
     source = student.source_of("attention", fn)
-    assert "import numpy as np" in source
-    assert "from torch.nn.functional import softmax as sm" in source
+    assert [line for line in imports if line in source] == imports  # the imports it reads
+    assert "import math" not in source  # not one it does not
     assert "NEG_INF = float('-inf')" in source and "AXIS = -1" in source
     assert source.index("AXIS = -1") < source.index("def rows(") < source.index("def scaled_dot")
     Q, K, V = (torch.randn(2, 5, 4, generator=torch.Generator().manual_seed(i)) for i in range(3))

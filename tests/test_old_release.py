@@ -19,7 +19,7 @@ from pathlib import Path
 import nbformat
 import pytest
 from conftest import executing
-from test_errata import first_check_removed, solutions_with
+from test_errata import TRUSTED, first_check_removed, solutions_with
 
 from grader.course import Layout
 from grader.engine import autograde as engine
@@ -62,11 +62,11 @@ def errata_made(request, released, tmp_path_factory) -> tuple[Path, str, bool]:
     pasted["cells"].insert(7, nbformat.v4.new_code_cell(FOREIGN))
     with pytest.MonkeyPatch.context() as patch:
         solutions_with(tmp, patch, check_changed, first_check_removed)
-        notebook_build.build(None, course, only=[NB], sandboxed=False)
+        notebook_build.build(None, course, only=[NB], options=TRUSTED)
         for student, nb in (("ann", old), ("cyd", pasted), ("bea", perfect(course, NB))):
             write(layout.notebook("submitted", NB, student), colab_shaped(nb))
         patch.setattr(engine, "run_job", executing())
-        autograde(Course.open(course), progress=False, sandboxed=False)
+        autograde(Course.open(course), TRUSTED)
     first = [r for r in errata.released(layout) if r["notebook"] == NB][0]
     return course, first["released"], begun
 

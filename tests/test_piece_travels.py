@@ -94,12 +94,9 @@ def under_the_error(cell) -> list[str]:
 def test_01_keeps_the_helpers_it_reads_and_says_so_in_the_same_cell(notebook_01):
     folder, nb = notebook_01
     said = text(nb.cells[5])
-    assert "✅ Exercise 1: your attention matches Equations 3-4" in said
-    assert "trains inside the lab's model in float32 and in a T4's float16" in said
-    assert (
-        "Kept your scaled_dot_product_attention in my_transformer.py beside this notebook" in said
-    )
-    assert "did not come with it" not in said and "⚠️" not in said
+    assert "✅ Exercise 1" in said and "float16" in said  # trained in both precisions
+    assert "Kept your scaled_dot_product_attention" in said
+    assert "did not come" not in said and "⚠️" not in said  # every name it reads travelled
     kept = (folder / "travelled.py").read_text()
     for needed in ("import numpy as np", "NEG_INF = float('-inf')", "def softmax_rows(scores):"):
         assert needed in kept
@@ -113,21 +110,18 @@ def test_01_s_failing_edit_names_the_version_that_stands_then_opens_the_hint(not
     assert len(kept) == 1 and "cell [10]" in kept[0]  # the last pass: the cell of [9]
     assert not any(line.startswith("💡") for line in under_the_error(first))
     said = under_the_error(second)
-    assert f"💡 Hint, step 1 of 2: {HINTS['ex1'][0]}" in said
+    assert [line.startswith("💡") for line in said if HINTS["ex1"][0] in line] == [True]
     assert sum(line.startswith("ℹ️") for line in said) == 1
 
 
 def test_01_names_what_did_not_travel_before_the_student_leaves(notebook_01):
     _, nb = notebook_01
     said = text(nb.cells[9])
-    assert "'ONE' did not come with it: a Tensor, which cannot be written as source." in said
-    assert "⚠️ But the kept copy does not run on its own" in said
-    assert "NameError: name 'ONE' is not defined" in said  # the error's own words
+    assert "'ONE'" in said and "Tensor" in said  # the name that did not travel, and what it is
+    assert "⚠️" in said and "NameError: name 'ONE'" in said  # the error's own words
     # the line as it stands in my_transformer.py, where the student can open it
-    assert (
-        " of my_transformer.py: `scores = Q @ K.transpose(-2, -1) / np.sqrt(Q.shape[-1]) * ONE`)"
-        in said
-    )
+    [line] = [line.strip() for line in WITH_A_TENSOR.splitlines() if "ONE" in line]
+    assert f"my_transformer.py: `{line}`" in said
 
 
 @pytest.fixture(scope="module")
@@ -143,21 +137,21 @@ def notebook_04(notebook_01, tmp_path_factory):
 
 def test_04_loads_the_attention_that_travelled_as_the_student_s(notebook_04):
     setup = text(notebook_04.cells[1])
-    assert "attention: yours, from notebook 01, passed " in setup
+    assert "attention: yours" in setup
     assert "(kept in my_transformer.py" in setup
     assert "cell [6] (kept" in setup  # the version that passed in 01's cell [6], not a later one
     note = text(notebook_04.cells[-1])
-    assert "The mini-GPT of this table is built from your attention, the course's mask" in note
+    assert "your attention" in note and "the course's mask" in note  # whose pieces trained
 
 
 def test_04_says_the_cost_first_and_shows_one_line_for_thousands_of_prints(notebook_04):
     training = next(c for c in notebook_04.cells if "GPT_LABEL = " in c.source)
     lines = text(training).splitlines()
-    assert lines[0].startswith("This cell will take about")  # said before the first step
+    assert lines[0].startswith("This cell will")  # the cost, said before the first step
     assert lines[1].startswith("Your pieces ")
     held = [line for line in lines if line.startswith("Your attention printed ")]
     assert len(held) == 1, lines
     count = int(held[0].split(" printed ")[1].split(" lines")[0].replace(",", ""))
     assert count >= 30 * 4  # every layer of the 30 steps, then the estimates and the scoring
-    assert "the first: 'scores (8, 4, 128, 128)'" in held[0]
+    assert repr(f"scores {(8, 4, 128, 128)}") in held[0]  # the first print, as printed
     assert len(lines) < 10 and sum("scores (" in line for line in lines) == 1, lines

@@ -23,13 +23,14 @@ HIDDEN_SOURCE = (
     "hidden.exercise_1(attention)\n"
     "### END HIDDEN TESTS\n"
 )
+SAID = "not divided by sqrt(d_k)"  # the check's message, coloured as IPython colours it
 FAILURE = new_output(
     "error",
     ename="CheckFailed",
-    evalue="\x1b[31mnot divided by sqrt(d_k)\x1b[0m",
+    evalue=f"\x1b[31m{SAID}\x1b[0m",
     traceback=[
         "\x1b[31m----> 3\x1b[0m hidden.exercise_1(attention)",
-        "\x1b[31mCheckFailed\x1b[0m: \x1b[31mnot divided by sqrt(d_k)\x1b[0m",
+        f"\x1b[31mCheckFailed\x1b[0m: \x1b[31m{SAID}\x1b[0m",
     ],
 )
 
@@ -78,7 +79,7 @@ def test_the_hidden_tests_leave_a_graded_cells_source():
 def test_a_checks_error_keeps_its_name_and_message_only():
     cell = new_code_cell(HIDDEN_SOURCE, metadata=GRADED, outputs=[copy.deepcopy(FAILURE)])
     (cell,) = preprocessed(HideHiddenTests(), cell)
-    assert cell.outputs[0].traceback == ["CheckFailed: not divided by sqrt(d_k)"]
+    assert cell.outputs[0].traceback == [f"CheckFailed: {SAID}"]  # the hidden line gone
 
 
 def test_an_error_in_a_cell_that_is_not_graded_keeps_its_traceback():

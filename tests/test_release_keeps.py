@@ -12,8 +12,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import executing
-from test_errata import solutions_with
+from conftest import executing, grader_cli
+from test_errata import TRUSTED, solutions_with
 
 from grader.course import GradingError, Layout
 from grader.engine import autograde as engine
@@ -40,14 +40,14 @@ def published(tmp_path_factory) -> Path:
     course = tmp / "class" / "course"
     with pytest.MonkeyPatch.context() as patch:
         solutions_with(tmp, patch)
-        notebook_build.build(None, course, only=[NB], publish_url=URL, sandboxed=False)
+        notebook_build.build(None, course, only=[NB], publish_url=URL, options=TRUSTED)
         for student, nb in (
             ("ann", perfect(course, NB)),
             ("bea", with_attention(course, WRONG_ATTENTION)),
         ):
             write(Layout(course).notebook("submitted", NB, student), colab_shaped(nb))
         patch.setattr(engine, "run_job", executing())
-        autograde(Course.open(course), progress=False, sandboxed=False)
+        autograde(Course.open(course), TRUSTED)
     return course
 
 
@@ -71,13 +71,24 @@ def test_an_errata_without_the_url_keeps_the_published_notebook_and_regrades_no_
     course, monkeypatch
 ):
     before = stamps(course.parent)
-    said = notebook_build.build(None, course, only=[NB], sandboxed=False)
+    said = notebook_build.build(None, course, only=[NB], options=TRUSTED)
     assert said == ["01_attention: unchanged since the last release; nothing written"]
     assert stamps(course.parent) == before  # the badge, the setup cell, the gradebook, the log
     assert settings.publish_url(Layout(course)) == URL  # the first release wrote it
     monkeypatch.setattr(engine, "run_job", lambda *_: pytest.fail("a job ran"))
-    again = autograde(Course.open(course), progress=False, sandboxed=False)
+    again = autograde(Course.open(course), TRUSTED)
     assert {(o.student, o.status) for o in again} == {("ann", "unchanged"), ("bea", "unchanged")}
+
+
+def test_the_release_command_hands_the_build_over_and_writes_nothing_unchanged(released, tmp_path):
+    """`python -m grader release`: the maintainer's build, in a process of its own, hands the
+    notebooks and the wheel over; released as the first release built them, nothing is written."""
+    course = Path(shutil.copytree(released, tmp_path / "class" / "course"))
+    before = stamps(course.parent)
+    done = grader_cli(course, "release", "--notebook", NB, "--no-sandbox")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[0] == f"{NB}: unchanged since the last release; nothing written"
+    assert stamps(course.parent) == before
 
 
 def test_a_release_without_a_url_where_publish_carries_badges_is_refused_in_one_line(course):
@@ -85,7 +96,7 @@ def test_a_release_without_a_url_where_publish_carries_badges_is_refused_in_one_
     Layout(course).settings.write_text(settings.starting_file(), encoding="utf-8")
     before = stamps(course.parent)
     with pytest.raises(GradingError) as refused:
-        notebook_build.build(None, course, only=[NB], sandboxed=False)
+        notebook_build.build(None, course, only=[NB], options=TRUSTED)
     said = str(refused.value)
     assert "\n" not in said and f"PUBLISH_URL={URL}`" in said
     assert said.startswith(

@@ -73,6 +73,10 @@ EDITS = {
         ),
         set(),
     ),
+    "the options' words (grader/engine/options.py): their values are in every key": (
+        lambda root: _append(root / "grader" / "engine" / "options.py"),
+        set(),
+    ),
     "the term's plugins in grader/nbgrader_config.py (export, formgrader, feedback)": (
         lambda root: _append(root / "grader" / "nbgrader_config.py"),
         set(),

@@ -52,9 +52,15 @@ def _submission(source: str, *added: str) -> nbformat.NotebookNode:
     return nb
 
 
-def _flags(source: str, *added: str) -> list[str]:
-    """The flags as the report quotes them."""
-    return [flag.text() for flag in review.flags(_submission(source, *added), _release())]
+def _flags(source: str, *added: str) -> list[tuple[str, str, str]]:
+    """The flags: the cell, what its line does, the line."""
+    found = review.flags(_submission(source, *added), _release())
+    return [(flag.part, flag.source, flag.quoted) for flag in found]
+
+
+def _writes(module: str, line: str) -> list[tuple[str, str, str]]:
+    """The one flag of a write to `module` in the exercise cell."""
+    return [("cell 2 (ex_student)", review.WRITES.format(module=module), line)]
 
 
 @pytest.mark.parametrize(
@@ -96,7 +102,7 @@ TORCH_WRITES = {
 def test_a_write_to_torch_is_flagged_with_its_line(source):
     lines = source.splitlines()
     quoted = next((line for line in lines if "# <-" in line), lines[-1])
-    assert _flags(source) == [f"cell 2 (ex_student) writes an attribute of torch: `{quoted}`"]
+    assert _flags(source) == _writes("torch", quoted)
 
 
 TORCH_READS = {
@@ -120,14 +126,14 @@ def test_reading_or_comparing_torch_is_not_flagged(source):
 
 def test_writes_to_checkpoints_are_still_flagged_and_reads_are_not():
     tamper = "check.exercise_1 = lambda *args, **kwargs: None"
-    assert _flags(tamper) == [f"cell 2 (ex_student) writes an attribute of checkpoints: `{tamper}`"]
-    assert _flags("same = check.exercise_1 == other\nrun = check.exercise_1") == []
+    reads = "same = check.exercise_1 == other\nrun = check.exercise_1"
+    assert _flags(tamper) == _writes("checkpoints", tamper) and _flags(reads) == []
 
 
 def test_writes_to_the_package_are_flagged():
     swap = "tl.causal_mask.__code__ = my_mask.__code__"
-    assert _flags(swap) == [f"cell 2 (ex_student) writes an attribute of transformer_lab: `{swap}`"]
-    assert _flags("mask = tl.causal_mask(4)\nmodel = tl.MiniGPT()") == []
+    calls = "mask = tl.causal_mask(4)\nmodel = tl.MiniGPT()"
+    assert _flags(swap) == _writes("transformer_lab", swap) and _flags(calls) == []
 
 
 def test_a_cell_that_does_not_parse_is_skipped():
@@ -152,5 +158,5 @@ def test_flags_are_data_quoted_as_text_and_change_nothing():
     flags = review.flags(nb, release)
     line = "torch.allclose = lambda *args, **kwargs: True"
     assert flags == [Flag(REVIEW, "cell 3", "writes an attribute of torch", line)]
-    assert [f.text() for f in flags] == [f"cell 3 writes an attribute of torch: `{line}`"]
+    assert [f.text() for f in flags] == [f"cell 3 {review.WRITES.format(module='torch')}: `{line}`"]
     assert (nb, release) == before

@@ -18,6 +18,7 @@ from nbgrader.api import Gradebook
 
 from grader.course import Layout
 from grader.engine import autograde as engine
+from grader.engine.options import EngineOptions
 from grader.term import gradesheet, names, roster
 from grader.term.course_open import Course
 from grader.term.nbgrader_apps import gradebook
@@ -57,7 +58,7 @@ def left(released, tmp_path_factory) -> Path:
     write(Layout(course).notebook("submitted", WRITTEN, "dee"), written(course))
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(engine, "run_job", executing())
-        graded = autograde(Course.open(course), progress=False, sandboxed=False)
+        graded = autograde(Course.open(course), EngineOptions(progress=False, sandboxed=False))
     assert {(o.student, o.assignment) for o in graded} == {
         ("ann", "01_attention"),
         ("ann", WRITTEN),
@@ -141,3 +142,13 @@ def test_a_dropped_students_changed_file_holds_up_no_export_that_leaves_them_out
     assert grader_cli(course, "export").returncode == 0
     done = grader_cli(course, "export", "--dropped", "keep")
     assert done.returncode == 1 and "run autograde first: 1 submission" in done.stderr
+
+
+def test_feedback_asks_no_hand_grade_of_a_dropped_student(course):
+    done = grader_cli(course, "feedback")
+    assert done.returncode == 0, done.stderr
+    (waiting,) = [line for line in done.stdout.splitlines() if line.startswith(f"  {WRITTEN}: ")]
+    assert waiting.split(": ", 1)[1].split(", ") == ["ann (Ann Lee)", "dee"]
+    # Her page, still written, says as everyone's does that the answer waits.
+    page = Layout(course).notebook("feedback", WRITTEN, "bea").read_text(encoding="utf-8")
+    assert 'id="hand-grading"' in page

@@ -22,6 +22,7 @@ from grader.course import GradingError, Layout
 from grader.engine import sandbox, supervisor
 from grader.engine.autograde import job_command
 from grader.engine.job import CELL_OUTPUT_CAP, NOTEBOOK_OUTPUT_CAP
+from grader.engine.options import EngineOptions
 from grader.outcome import COPY
 from grader.term import collect
 from grader.term.course_open import Course
@@ -43,6 +44,7 @@ if sandbox.why_no_sandbox() and not os.environ.get(
     pytest.skip(f"bubblewrap {sandbox.why_no_sandbox()}", allow_module_level=True)
 
 MARK = uuid.uuid4().hex  # names this run's orphan process and home-folder file
+LIMITS = EngineOptions(workers=2, cell_timeout=20, memory_gb=3, progress=False)
 HOME_FILE = Path.home() / f"tl-sandbox-{MARK}"
 
 
@@ -233,7 +235,7 @@ def attacked(tmp_path_factory, server):
         write(honest / "ada" / "01_attention.ipynb", perfect(course, "01_attention"))
         write(honest / "bo" / "01_attention.ipynb", with_attention(course, WRONG_ATTENTION))
         collect.collect(Course.open(course), honest)
-        autograde(Course.open(course), workers=2, cell_timeout=20, memory_gb=3, progress=False)
+        autograde(Course.open(course), LIMITS)
         watched = [*course.glob("submitted/**/*"), *course.glob("autograded/**/*")]
         before = _digest([*watched, *grading_code(checkout)]), _grades(course, ["ada", "bo"])
 
@@ -262,14 +264,7 @@ def attacked(tmp_path_factory, server):
         for student, nb in attacks.items():
             write(downloads / student / "01_attention.ipynb", nb)
         collect.collect(Course.open(course), downloads)
-        outcomes = autograde(
-            Course.open(course),
-            workers=2,
-            cell_timeout=20,
-            memory_gb=3,
-            students=list(attacks),
-            progress=False,
-        )
+        outcomes = autograde(Course.open(course), LIMITS, students=list(attacks))
         after = _digest([*watched, *grading_code(checkout)]), _grades(course, ["ada", "bo"])
         assert grader_cli(course, "export").returncode == 0
         yield course, {o.student: o for o in outcomes}, before, after
@@ -385,7 +380,7 @@ def test_a_process_flood_stops_at_the_cap_and_keeps_its_points(attacked):
 def sandboxed_command(course: Path) -> list[str]:
     """A grading job's bubblewrap command line, as autograde builds it."""
     corpus = Path(os.environ["TRANSFORMER_LAB_DATA"]).resolve()
-    return sandbox.command(job_command(20, 3), course, corpus)
+    return sandbox.command(job_command(LIMITS), course, corpus)
 
 
 def run_alone(command: list[str], *cells) -> tuple[dict, nbformat.NotebookNode]:

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from grader.engine.options import EngineOptions
 from grader.outcome import COPY, Flag, Outcome
 from grader.outcome import REVIEW as REVIEW_KIND
 from grader.term import deadlines, scores
@@ -35,6 +36,8 @@ COURSE_TOML = """assigned = ["01_attention", "02_causal_mask", "06_stretch"]
 02_causal_mask = 2999-01-01T00:00:00+00:00
 """
 SANDBOX = "bubblewrap (unprivileged user namespaces)"
+GIVEN = (("workers", "course.toml"), ("memory_gb", "command line"))
+OPTIONS = EngineOptions(workers=2, cell_timeout=30, memory_gb=3.0, origin=GIVEN)
 COPY_FLAG = Flag(
     COPY,
     "ex1_attention",
@@ -111,8 +114,9 @@ def test_the_summary_counts_each_status():
 
 
 def test_the_log_entry_names_what_could_not_be_graded_and_why():
-    assert scores.log_entry(CLASS).splitlines() == [
+    assert scores.log_entry(CLASS, OPTIONS).splitlines() == [
         scores.summary(CLASS),
+        f"Options: {OPTIONS.said()}.",
         "",
         "- bob / 01_attention: quarantined: not valid notebook JSON",
         "- dave / 02_causal_mask: failed: the job could not run: out of memory",
@@ -128,7 +132,7 @@ def test_a_limited_run_says_what_it_was_limited_to():
 
 
 def test_the_table_has_one_maximum_per_notebook_and_the_notes_by_kind(course):
-    scores.write_scores_table(Course.open(course), CLASS, SANDBOX)
+    scores.write_scores_table(Course.open(course), CLASS, SANDBOX, OPTIONS)
     table = (course / "reports" / "autograde.md").read_text(encoding="utf-8")
     assert table.splitlines() == [
         "| student | 01_attention | 02_causal_mask (not due yet) | 06_stretch (extra credit) "
@@ -144,6 +148,7 @@ def test_the_table_has_one_maximum_per_notebook_and_the_notes_by_kind(course):
         "| eve | 4 / 4 late −1 | – | – | 3 / 6 |  |",
         "",
         f"Sandbox: {SANDBOX}.",
+        f"Options: {OPTIONS.said()}.",
         "Each notebook is out of its release's points; the total, as the grade sheet has it, out "
         "of those of the notebooks course.toml assigns. Extra credit (06_stretch): its points "
         "add to the total, not to its maximum. Not due yet (02_causal_mask): nothing handed in "
@@ -199,6 +204,7 @@ def test_a_wrong_notebook_has_its_cell_and_no_total():
     rows = scores.scores_table(
         [graded("alice", "02_causal_mask", 2)],
         SANDBOX,
+        OPTIONS,
         notebooks,
         wrong={("alice", "01_attention"), ("frank", "02_causal_mask")},
     ).splitlines()[2:4]
@@ -210,7 +216,8 @@ def test_a_wrong_notebook_has_its_cell_and_no_total():
 
 def test_a_table_with_nothing_to_note_ends_with_its_legend(course):
     (course / "course.toml").write_text('assigned = ["01_attention"]\n')
-    scores.write_scores_table(Course.open(course), [graded("alice", "01_attention", 4)], "none")
+    alice = [graded("alice", "01_attention", 4)]
+    scores.write_scores_table(Course.open(course), alice, "none", OPTIONS)
     table = (course / "reports" / "autograde.md").read_text(encoding="utf-8")
     assert table == (
         "| student | 01_attention | total / 4 | review |\n"
@@ -218,15 +225,21 @@ def test_a_table_with_nothing_to_note_ends_with_its_legend(course):
         "| alice | 4 / 4 | 4 / 4 |  |\n"
         "\n"
         "Sandbox: none.\n"
+        f"Options: {OPTIONS.said()}.\n"
         "Each notebook is out of its release's points; the total, as the grade sheet has it, out "
         "of those of the notebooks course.toml assigns.\n"
     )
 
 
 def test_the_saved_outcomes_read_back_as_written(course):
-    scores.write_scores_table(Course.open(course), CLASS, SANDBOX)
+    scores.write_scores_table(Course.open(course), CLASS, SANDBOX, OPTIONS)
     saved = json.loads((course / "reports" / "autograde.json").read_text(encoding="utf-8"))
     assert saved["sandbox"] == SANDBOX
+    assert saved["options"] == {
+        "workers": 2, "cell_timeout": 30, "notebook_timeout": 600, "memory_gb": 3.0,
+        "sandboxed": True, "scheduler": None, "force": False, "progress": True,
+        "given": {"workers": "course.toml", "memory_gb": "command line"},
+    }  # fmt: skip
     assert scores.load_outcomes(Course.open(course)) == CLASS
 
 
@@ -244,7 +257,7 @@ def test_a_report_of_another_version_still_reads(course):
 def test_flags_travel_as_data_and_an_earlier_report_s_text_is_kept_whole(course):
     """A flag is written to autograde.json as its fields and read back as the same record; a
     report from before flags were data holds text, which the notes quote as it was."""
-    scores.write_scores_table(Course.open(course), CLASS, SANDBOX)
+    scores.write_scores_table(Course.open(course), CLASS, SANDBOX, OPTIONS)
     saved = json.loads((course / "reports" / "autograde.json").read_text(encoding="utf-8"))
     (carol,) = [o for o in saved["outcomes"] if o["flags"]]
     assert carol["flags"][0] | {"share": 1.0} == {
@@ -258,7 +271,7 @@ def test_flags_travel_as_data_and_an_earlier_report_s_text_is_kept_whole(course)
     (read,) = [o for o in scores.load_outcomes(Course.open(course)) if o.flags]
     assert [f.text() for f in read.flags] == [old, TORCH_FLAG.text()]
     assert [f.kind for f in read.flags] == ["copy", "review"]  # the copy's is replaced anew
-    table = scores.scores_table([read], SANDBOX, Course.open(course).term.counted(), lambda s: s)
+    table = scores.scores_table([read], SANDBOX, OPTIONS, Course.open(course).term.counted(), str)
     assert f"- carol / 01_attention: {old}" in table
 
 
@@ -271,7 +284,7 @@ EARLIER = [
 
 
 def test_a_limited_run_replaces_its_rows_and_keeps_the_others(course):
-    scores.write_scores_table(Course.open(course), EARLIER, SANDBOX)
+    scores.write_scores_table(Course.open(course), EARLIER, SANDBOX, OPTIONS)
     bob_01 = Outcome("bob", "01_attention", "unchanged", score=1)
     merged = scores.merged(
         Course.open(course), [bob_01], students=["bob"], notebooks=["01_attention"]
@@ -287,7 +300,7 @@ def test_a_limited_run_replaces_its_rows_and_keeps_the_others(course):
 
 
 def test_a_whole_run_replaces_every_row(course):
-    scores.write_scores_table(Course.open(course), EARLIER, SANDBOX)
+    scores.write_scores_table(Course.open(course), EARLIER, SANDBOX, OPTIONS)
     assert scores.merged(Course.open(course), [EARLIER[2]]) == [EARLIER[2]]
 
 

@@ -18,6 +18,7 @@ from paths import ROOT
 from grader import course as course_module
 from grader.course import Layout, nbgrader_config
 from grader.engine import sandbox
+from grader.engine.options import EngineOptions
 from grader.term import nbgrader_apps
 from grader.term.course_open import Course
 from grader.term.formgrader import MANUAL, SandboxOnly
@@ -202,7 +203,7 @@ def test_a_hand_grade_is_asked_for_again_when_the_answer_changes(tmp_path, monke
     cell_of(nb, "ex4_prediction")["source"] = PREDICTION
     submitted = course / "submitted" / "ada" / MANUAL / f"{MANUAL}.ipynb"
     write(submitted, nb)
-    (first,) = autograde(Course.open(course), progress=False, sandboxed=False)
+    (first,) = autograde(Course.open(course), EngineOptions(progress=False, sandboxed=False))
     assert first.status == "graded" and first.needs_manual == 1
 
     with Gradebook(Layout(course).db_url) as gb:  # the formgrader's save, by nbgrader's API
@@ -213,6 +214,6 @@ def test_a_hand_grade_is_asked_for_again_when_the_answer_changes(tmp_path, monke
 
     cell_of(nb, "ex4_prediction")["source"] = PREDICTION + " Or the GPT, if it trains longer."
     write(submitted, nb)
-    (changed,) = autograde(Course.open(course), progress=False, sandboxed=False)
+    (changed,) = autograde(Course.open(course), EngineOptions(progress=False, sandboxed=False))
     assert changed.status == "graded" and changed.needs_manual == 1
     assert _grades(course, "ada")["ex4_prediction"] == (1, True)  # kept, to be looked at again

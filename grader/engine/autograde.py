@@ -4,7 +4,8 @@ For each submitted/STUDENT/NN_topic/NN_topic.ipynb:
   1. preflight (repair or quarantine, see preflight.py), then nbgrader's sanitizing
      preprocessors, which put back the locked cells and the hidden tests from the gradebook;
   2. a job (job.py) executes it in a bubblewrap sandbox (sandbox.py): one per worker at a time,
-     one torch thread each, a timeout per cell and a limit per notebook;
+     one torch thread each, a timeout per cell and a limit per notebook, as the command's one
+     EngineOptions says (options.py);
   3. back here, one at a time: stderr of passing checks is not a failure, output is limited,
      nbgrader's SaveAutoGrades writes the scores, the executed notebook goes to autograded/.
 A rerun regrades only what changed: the rerun key hashes the job's input, its limits and
@@ -39,16 +40,14 @@ from tqdm.auto import tqdm
 
 from transformer_lab.catalogue import TRAINING_NOTEBOOK
 
-from ..course import MEMORY_GB, GradingError, Layout
-from ..course import cell_timeout as default_cell_timeout
+from ..course import GradingError, Layout
 from ..ctrl_c import ctrl_c_waits
 from ..outcome import SCORED, Outcome, Status
 from . import kept_grades, preflight, rerun_key, review, sandbox, supervisor
+from .options import EngineOptions
 from .sandbox import ROOT
 from .supervisor import run_job, stop_jobs  # by these names here: the local pool's, and tests'
 
-NOTEBOOK_TIMEOUT = 600  # seconds; the backstop for a kernel that ignores interrupts
-WORKERS = os.cpu_count() or 1  # jobs at a time: one per core, each with one torch thread
 QUIET = logging.getLogger("grader.nbgrader")
 QUIET.setLevel(logging.ERROR)
 
@@ -130,13 +129,13 @@ def save_scores(nb, layout: Layout, student: str, assignment: str, carried=None)
     return outcome
 
 
-def job_command(cell_timeout: int, memory_gb: float) -> list[str]:
+def job_command(options: EngineOptions) -> list[str]:
     return [
         sys.executable,
         "-m",
         "grader.engine.job",
-        f"--cell-timeout={cell_timeout}",
-        f"--memory-gb={memory_gb}",
+        f"--cell-timeout={options.cell_timeout}",
+        f"--memory-gb={options.memory_gb}",
     ]
 
 
@@ -205,67 +204,57 @@ class _Run:
     """What every job of one autograde run shares."""
 
     layout: Layout
+    options: EngineOptions
     releases: dict
     settings: str  # the limits and the sandbox, in every rerun key
     digests: dict  # notebook -> the digest of what can change its scores (rerun_key.py)
     command: list[str]
-    notebook_timeout: int
     env: dict
-    force: bool
-    on_dask: bool
     carried: dict  # (student, notebook) -> hand grades carried over an errata (kept_grades.py)
     id: str = field(default_factory=lambda: uuid.uuid4().hex)
 
 
 def grade(
     layout: Layout,
-    workers: int = WORKERS,
-    cell_timeout: int | None = None,
-    notebook_timeout: int = NOTEBOOK_TIMEOUT,
-    memory_gb: float = MEMORY_GB,
-    force: bool = False,
+    options: EngineOptions,
     students=None,
     notebooks=None,
-    progress: bool = True,
-    sandboxed: bool = True,
-    scheduler: str | None = None,
     carried: dict | None = None,
 ) -> list[Outcome]:
     """Grade every submission in the course folder's submitted/ (or these students' and
-    notebooks'): the scores go to the gradebook, the executed notebooks to autograded/; each
-    notebook's Outcome, sorted. `carried`: (student, notebook) -> its hand grades, kept over an
-    errata that rebuilt the notebook in the gradebook. Every path below is the Layout's."""
+    notebooks') as `options` say: the scores go to the gradebook, the executed notebooks to
+    autograded/; each notebook's Outcome, sorted. `carried`: (student, notebook) -> its hand
+    grades, kept over an errata that rebuilt the notebook in the gradebook. Every path below is
+    the Layout's."""
     from transformer_lab.data import corpus_path
 
-    cell_timeout = cell_timeout or default_cell_timeout()
-    isolated = isolation(sandboxed)
+    isolated = isolation(options.sandboxed)
     # The job reads the corpus from this verified copy; a sandboxed job sees no cache or network.
     corpus = corpus_path()
-    command = job_command(cell_timeout, memory_gb)
-    if sandboxed:
+    command = job_command(options)
+    if options.sandboxed:
         command = sandbox.command(command, layout.root, corpus)
     releases = {name: layout.release_notebook(name) for name in layout.assignments()}
     run = _Run(
         layout,
+        options,
         releases=releases,
-        settings=f"{cell_timeout} {memory_gb} {isolated}",
+        settings=options.settings(isolated),
         digests=rerun_key.digests(releases, ROOT),
         command=command,
-        notebook_timeout=notebook_timeout,
         # grader/ is not installed: the job (and on Dask its supervisor) finds it in the checkout.
         env={**os.environ, "TRANSFORMER_LAB_DATA": str(corpus), "PYTHONPATH": str(ROOT)},
-        force=force,
-        on_dask=scheduler is not None,
         carried=carried or {},
     )
     # Notebook 04 trains; the longest jobs go first so that the workers finish together.
     found = submissions(layout, students, notebooks)
     found.sort(key=lambda s: s[1] != TRAINING_NOTEBOOK)
     outcomes = []
+    hidden = not options.progress
     try:
         with (
-            job_pool(workers, scheduler) as pool,
-            tqdm(total=len(found), desc="autograde", unit="notebook", disable=not progress) as bar,
+            job_pool(options.workers, options.scheduler) as pool,
+            tqdm(total=len(found), desc="autograde", unit="notebook", disable=hidden) as bar,
         ):
 
             def keep(outcome: Outcome) -> None:
@@ -291,7 +280,7 @@ def _grade(run: _Run, pool, found: list, keep) -> None:
             digest = run.digests[assignment]
             key = hashlib.sha256(f"{run.settings} {digest} {text}".encode()).hexdigest()
             last = _last_job(layout, student, assignment)
-            if not run.force and last.get("key") == key:
+            if not run.options.force and last.get("key") == key:
                 with ctrl_c_waits():
                     keep(_unchanged(layout, outcome, last))
                 continue
@@ -312,9 +301,10 @@ def _submit(pool, run: _Run, text: str) -> concurrent.futures.Future:
     """Start one job: in a thread of the local pool, or as a command on a Dask worker. A task
     that a worker unpickles names only the standard library (subprocess.run), since workers
     need not import grader/; the supervisor finds it through the PYTHONPATH in run.env."""
-    if not run.on_dask:
-        return pool.submit(run_job, text, run.command, run.notebook_timeout, run.env, run.id)
-    argv = supervisor.command(run.command, run.notebook_timeout, run.id)
+    timeout = run.options.notebook_timeout
+    if run.options.scheduler is None:
+        return pool.submit(run_job, text, run.command, timeout, run.env, run.id)
+    argv = supervisor.command(run.command, timeout, run.id)
     captured = {"capture_output": True, "text": True, "env": run.env}
     return pool.submit(subprocess.run, argv, input=text, **captured)
 
@@ -332,7 +322,7 @@ def _stop(pool, running: dict, run: _Run) -> None:
     """Cancel the queued jobs and kill the running ones, here or on the Dask workers."""
     for future in running:
         future.cancel()
-    if not run.on_dask:
+    if run.options.scheduler is None:
         stop_jobs(run.id)
         return
     client = pool._client  # distributed's executor keeps its Client there

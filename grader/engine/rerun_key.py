@@ -28,7 +28,8 @@ the readings of the record, the ladder, the figures, their templates), which the
 and no check imports (tests/test_no_import_cycle.py holds it to the top floor); the term
 (grader/term/: rosters, due dates, reports, grade sheets, nbgrader's release, feedback and
 export); review.py, whose flags never change a score and are computed again for every
-submission at every run, kept or regraded;
+submission at every run, kept or regraded; options.py, whose limits and sandbox are in the key
+as their values (EngineOptions.settings), and whose words are the report's;
 grader/nbgrader_config.py, which names the term's plugins and the feedback's preprocessors,
 while what of it grading reads is keyed where it takes effect (the stubs in the release, the
 cell timeout in the run's settings); and baselines.json for a notebook that only shows its
@@ -46,7 +47,9 @@ from pathlib import Path
 from ..cells import parse_cell
 
 ENGINE = ("grader/__init__.py", "grader/course.py", "grader/engine/*.py")
-NOT_SCORING = ("grader/engine/review.py",)  # flags, computed again at every run
+# review.py's flags are computed again at every run; of options.py, what can change a score is
+# in every key already, as its values (EngineOptions.settings), and the rest is the report's
+NOT_SCORING = ("grader/engine/review.py", "grader/engine/options.py")
 PACKAGE = ("transformer_lab/**/*.py",)
 READING = "transformer_lab/reading"  # shown, never scored: the package's top floor
 CHECKS = "checkpoints"

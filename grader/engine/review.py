@@ -51,6 +51,8 @@ TOUCH_PATTERNS = [(what, re.compile(pattern)) for what, pattern in TOUCHES]
 GUARDED = ("checkpoints", "torch", "transformer_lab")
 # Calls that run a string as code: a literal string given to them is read like a cell.
 RUNS_CODE = {"exec", "eval", "compile", "run_cell"}
+# What a flag says of a write to one of them (Flag.source), the module named.
+WRITES = "writes an attribute of {module}"
 
 
 def _root(node: ast.AST) -> str | None:
@@ -106,7 +108,7 @@ def _writes(tree: ast.AST, aliases: dict[str, str]) -> Iterator:
                         yield node.lineno, what
         module = aliases.get(_root(target)) if target is not None else None
         if module:
-            yield node.lineno, f"writes an attribute of {module}"
+            yield node.lineno, WRITES.format(module=module)
 
 
 @dataclass(frozen=True)

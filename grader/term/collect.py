@@ -365,7 +365,8 @@ def identify(files, names: list[str], releases: dict, naming: Naming | None = No
 def _not_a_notebook(item: Found, path: PurePosixPath, names: list[str], naming: Naming) -> None:
     """A file that is no notebook (a .py, a PDF): skipped and not kept, but said with the student
     and notebook its name gives (Canvas's names any upload), so that the student can be asked
-    for the notebook itself. A flat name that names no notebook names no one ("notes.txt")."""
+    for the notebook itself, and recorded under them (_record_others): they handed in that file,
+    not nothing. A flat name that names no notebook names no one ("notes.txt")."""
     rest = _find_student(item, path, names, naming)
     item.assignment = naming.handed_in_for(item) or _name_match(rest, names)[0]
     if item.assignment is None and naming.named(path) is None and not naming.student:
@@ -516,6 +517,7 @@ def collect(
     store = Store(course)
     adopted = collected.adopt(store, broken)
     _keep(found, store, str(submissions.resolve()), broken)
+    _record_others(found, store, str(submissions.resolve()))
     changed = collected.materialize(store)
     found.summary = write_collect_table(course, submissions, found, adopted, changed)
     return found
@@ -574,6 +576,15 @@ def _keep(found: list[Found], store: Store, batch: str, broken) -> None:
             item.status, why = _verdict(item, store, before, batch_files)
             said = (why, item.note, *(text for _, text in item.marks))
             item.note = "; ".join(n for n in said if n)
+
+
+def _record_others(found: list[Found], store: Store, batch: str) -> None:
+    """Each file that is no notebook and names its student, in the store's record."""
+    for item in found:
+        if NOT_A_NOTEBOOK in item.codes and item.student:
+            item.sha256 = collected.sha256(item.raw)
+            other = collected.Other(item.student, item.assignment, item.source, batch, item.sha256)
+            store.add_other(other)
 
 
 def _kept(item: Found, batch: str, now: float, broken: str) -> Kept:
@@ -651,14 +662,17 @@ def _verdict(item: Found, store: Store, before: dict, batch_files: dict) -> tupl
 
 def missing(course: Course) -> dict[str, list[str]]:
     """Who on the roster handed in nothing, in any collect so far: per assigned notebook anyone
-    handed in (course.toml's), and under "" those with no notebook at all. Another notebook
-    handed in for one is not nothing: the report names it apart. {} without a roster."""
+    handed in (course.toml's), and under "" those who handed in no file at all. Another notebook
+    handed in for one, or a file that is no notebook (a .py), is not nothing: the report names
+    it apart (wrong_notebooks, no_notebook). {} without a roster."""
     roster = Roster.of(course)
     if roster is None:
         return {}
     store = Store(course)
     handed = set(store.pairs()) | set(store.wrong())
     students, notebooks = {s for s, _ in handed}, {a for _, a in handed}
+    students |= {student for student, _, _ in store.others}
+    handed |= {(student, a) for student, a, _ in store.others if a is not None}
     out = {"": [s for s in roster.ids if s not in students]}
     for assignment in (a for a in course.term.assigned if a in notebooks):
         out[assignment] = [s for s in roster.ids if (s, assignment) not in handed]
@@ -680,10 +694,14 @@ def _handed_in(item: Found, course: Course) -> str:
 
 
 def collect_table(
-    found: list[Found], course: Course, absent: dict[str, list[str]], wrong: list[str]
+    found: list[Found],
+    course: Course,
+    absent: dict[str, list[str]],
+    wrong: list[str],
+    others: list[str] = (),
 ) -> str:
-    """The full table of one collect, who handed in nothing, and who handed in the wrong
-    notebook (`wrong`: a line each)."""
+    """The full table of one collect, who handed in nothing, who handed in the wrong
+    notebook (`wrong`: a line each) and who no notebook, only another file (`others`)."""
     lines = ["| file | student | notebook | handed in | kept as | status | note |"]
     lines.append("|---|---|---|---|---|---|---|")
     for item in sorted(found, key=lambda f: (f.student or "~", f.assignment or "", f.source)):
@@ -701,6 +719,10 @@ def collect_table(
         lines += ["", "The wrong notebook handed in (in any collect so far; graded as neither):"]
         lines.append("")
         lines += [f"- {line}" for line in wrong]
+    if others:
+        lines += ["", "No notebook, only another file (in any collect so far; nothing to grade):"]
+        lines.append("")
+        lines += [f"- {line}" for line in others]
     return "\n".join(lines) + "\n"
 
 
@@ -796,17 +818,44 @@ def wrong_notebooks(course: Course, who=str) -> list[str]:
     ]
 
 
+def no_notebook(course: Course, who=str) -> list[str]:
+    """A line for each student and notebook for which only files that are no notebook were
+    handed in, over every collect so far: 'dave (Dave Doe) / 01_attention: no notebook, only
+    dave_01_attention.py'. A file that names no notebook is said where the student handed in
+    no notebook at all."""
+    store = Store(course)
+    students = {student for student, _ in store.files}
+    only: dict[tuple[str, str | None], list[str]] = {}
+    for (student, assignment, _), other in sorted(store.others.items(), key=_by_whose):
+        if (student, assignment) not in store.files and (assignment or student not in students):
+            only.setdefault((student, assignment), []).append(other.source)
+    return [
+        f"{who(student)} / {assignment or 'no notebook named'}: no notebook, only "
+        f"{', '.join(sources)}"
+        for (student, assignment), sources in only.items()
+    ]
+
+
+def _by_whose(entry: tuple) -> tuple[str, str, str]:
+    (student, assignment, _), other = entry
+    return student, assignment or "", other.source
+
+
 def write_collect_table(course: Course, batch: Path, found: list[Found], adopted, changed) -> str:
     """reports/collect.md (this collect) and a section of the term's log; the terminal's text."""
     absent = missing(course)
     wrong = wrong_notebooks(course, namer(course, None))
+    others = no_notebook(course, namer(course, None))
     short = summary(found, adopted, changed, course.term.zone)
     if absent:
         nobody = absent[""]
         names = ", ".join(nobody[:SHOWN]) + (", ..." if len(nobody) > SHOWN else "")
         short += f"\non the roster, nothing handed in at all: {len(nobody)}"
         short += f" ({names})" if nobody else ""
-    body = f"{short}\n\n{collect_table(found, course, absent, wrong)}"
+    short += "".join(f"\n{line}" for line in others[:SHOWN])
+    if len(others) > SHOWN:
+        short += f"\nno notebook, only another file: {len(others) - SHOWN} more in the report"
+    body = f"{short}\n\n{collect_table(found, course, absent, wrong, others)}"
     table = course.layout.report("collect.md")
     table.parent.mkdir(parents=True, exist_ok=True)
     now = term_log.shown(datetime.now().astimezone(), course.term.zone)

@@ -24,6 +24,10 @@ then the hash. The order of collects never matters. submitted/STUDENT/NN_topic/ 
 file that counts and its time (timestamp.txt, none where no time is recorded: nbgrader then
 takes no penalty).
 
+A file that is no notebook (a .py, a PDF) is not kept, but its arrival is recorded (kind
+"not a notebook": whose, for which notebook where its name says, its name, batch and hash), so
+that its student is named as having handed in that file, never as having handed in nothing.
+
 A file handed in for one notebook that is another (collect --notebook, or Canvas's own record
 of the upload: collect.py) is kept under the notebook it was handed in for, with the notebook it
 is (`wrong`). It never counts, for either: where nothing else handed in for that notebook can,
@@ -51,6 +55,7 @@ INSTRUCTOR_TIMES = (GIVEN, IN_SUBMITTED)
 NO_TIME = "none"  # no source recorded when it was handed in
 ATTACHMENT = "attachment id"  # Canvas's order of uploads, the one order an LMS writes
 EMPTY = "empty"  # the code of a file with nothing in it (a failed download or upload)
+OTHER = "not a notebook"  # the index's kind of a file that is no notebook: recorded, not kept
 
 
 def sha256(raw: bytes) -> str:
@@ -94,13 +99,26 @@ class Kept:
         return self.sha256[:12]
 
 
+@dataclass(frozen=True)
+class Other:
+    """A file that is no notebook, handed in under a student's name: recorded, not kept."""
+
+    student: str
+    assignment: str | None  # the notebook its name names; None where it names none
+    source: str  # the name it had in its batch
+    batch: str
+    sha256: str
+
+
 class Store:
-    """COURSE/collected/, read: every kept file per (student, notebook), and the pins."""
+    """COURSE/collected/, read: every kept file per (student, notebook), the pins, and the
+    files that are no notebook."""
 
     def __init__(self, course: Course):
         self.course = course
         self.files: dict[tuple[str, str], dict[str, Kept]] = {}
         self.pins: dict[tuple[str, str], str] = {}
+        self.others: dict[tuple[str, str | None, str], Other] = {}  # by student, notebook, hash
         index = course.layout.collected_index
         lines = index.read_text(encoding="utf-8").splitlines() if index.is_file() else []
         for n, line in enumerate(lines, start=1):
@@ -113,6 +131,10 @@ class Store:
 
     def _apply(self, event: dict) -> None:
         key = (event["student"], event["assignment"])
+        if event["kind"] == OTHER:
+            other = Other(**{k: v for k, v in event.items() if k not in ("kind", "at")})
+            self.others[other.student, other.assignment, other.sha256] = other
+            return
         if event["kind"] == "pin":
             if event["sha256"] is None:
                 self.pins.pop(key, None)
@@ -155,6 +177,14 @@ class Store:
             iso(item.collected_at),
         )
         self._append({"kind": "file", **event})
+
+    def add_other(self, other: Other) -> bool:
+        """Record a file that is no notebook, once per student, notebook and content; whether
+        it was new."""
+        if (other.student, other.assignment, other.sha256) in self.others:
+            return False
+        self._append({"kind": OTHER, **asdict(other), "at": datetime.now(UTC).isoformat()})
+        return True
 
     def known(self, student: str, assignment: str, digest: str) -> Kept | None:
         return self.files.get((student, assignment), {}).get(digest)

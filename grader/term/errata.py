@@ -11,9 +11,10 @@ are submissions", nbgrader issue #1699); the kit carries it out, in the release'
      COURSE/hand_grades.jsonl, keyed by student, grade id and the digest of the answer it judged
      (`set_aside`), and the notebook is removed from the gradebook (Gradebook.remove_assignment);
   2. nbgrader releases it again;
-  3. every submission of it is regraded against the new release (the engine's grade(); preflight
-     matches an old release's cells by grade id), each saved hand grade put back where its answer
-     is unchanged, the rest asked for again and named (`regrade`); lateness settled again.
+  3. every submission of it is regraded against the new release, as autograde grades
+     (scores.grade; preflight matches an old release's cells by grade id), each saved hand grade
+     put back where its answer is unchanged, the rest asked for again and named (`report`);
+     lateness settled again, and the scores table written as autograde writes it.
 
 With ERRATA=refuse, such a change is refused instead, in one line naming the submissions and the
 routes (`refusal`), before anything is written.
@@ -32,21 +33,20 @@ cells that release shipped.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
 import nbformat
 
 from ..cells import answers
 from ..course import Layout
-from ..engine import autograde as engine
 from ..engine import kept_grades, review
+from ..engine.options import EngineOptions
 from ..outcome import SCORED
-from . import copies, hand_grading, overrides, term_log
+from . import hand_grading, overrides, term_log
 from .course_open import Course
 from .names import namer
 from .nbgrader_apps import gradebook
-from .scores import merged, settle, write_scores_table
 
 CARRY, REFUSE = "carry", "refuse"
 HISTORY = "releases.jsonl"  # in reports/: each release's cells by notebook, dated, one line each
@@ -195,26 +195,19 @@ def set_aside(layout: Layout, changes: list[Change]) -> dict[tuple[str, str], li
     return carried
 
 
-def regrade(layout: Layout, changes: list[Change], carried: dict, **engine_options) -> list:
-    """Every submission of the rebuilt notebooks graded against the new release, each carrying
-    its saved hand grades; lateness settled again, as autograde settles it. The outcomes."""
-    names = [c.notebook for c in changes]
-    if not names:
-        return []
-    options = {"progress": False, **engine_options, "force": True, "carried": carried}
-    outcomes = engine.grade(layout, notebooks=names, **options)
-    course = Course.open(layout.root)
-    with gradebook(course) as gb:
-        settle(course, gb, outcomes)
-    return outcomes
+def for_regrade(options: EngineOptions) -> EngineOptions:
+    """The command's options as an errata's regrade takes them: every submission of a rebuilt
+    notebook graded again (its gradebook entry is new), without a progress bar in the
+    release's output."""
+    return replace(options, force=True, progress=False)
 
 
-def report(course: Course, changes, outcomes, carried: dict, seconds: float, isolated: str):
-    """After the release is in place: the regraded rows in the scores table (as autograde
-    writes it), and what the release did in the term's log; the lines to print."""
+def report(course: Course, changes, outcomes, carried: dict, seconds: float, options):
+    """After the release is in place, its scores table written (scores.report): what the
+    release did, in the term's log; the lines to print."""
     lines = [c.text() for c in changes]
     if outcomes:
-        lines += _regraded(course, outcomes, carried, seconds, isolated)
+        lines += _regraded(course, outcomes, carried, seconds, options)
     said = _rescaled(course, changes)
     lines += [said] if said else []
     if changes:
@@ -222,17 +215,16 @@ def report(course: Course, changes, outcomes, carried: dict, seconds: float, iso
     return lines
 
 
-def _regraded(course: Course, outcomes, carried: dict, seconds: float, isolated: str) -> list:
+def _regraded(course: Course, outcomes, carried: dict, seconds: float, options) -> list:
     names = sorted({o.assignment for o in outcomes})
     with gradebook(course) as gb:
-        everyone = copies.with_copies(course, merged(course, outcomes, None, names))
         who = namer(course, gb)
-        write_scores_table(course, everyone, isolated, who)
     graded = [o for o in outcomes if o.status in SCORED]
     lines = [
         f"regraded {_n(len(outcomes), 'submission')} of {', '.join(names)} in {seconds:.0f} s: "
         f"{len(graded)} graded, {len(outcomes) - len(graded)} quarantined or failed "
-        "(reports/autograde.md)"
+        "(reports/autograde.md)",
+        f"options: {options.said()}",
     ]
     said = hand_grading.regraded(outcomes, who)
     lines += [said] if said else []

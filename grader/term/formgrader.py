@@ -9,7 +9,8 @@ students' extensions that list it (assignment_list, course_list) are not loaded,
 no configuration of ours. The formgrader's panel of the loaded configuration is off: it cannot
 show jupyter_server's own merged list of extensions as JSON and would warn "Formgrader config is
 not serializable" on every visit. The command prints the Manual Grading page of the notebook
-with the written prediction.
+with the written prediction, and the page of written answers that changed after they were graded
+(kept_grades.changed_page) where there is one.
 
 The formgrader's own Autograde button is refused (nbgrader_config.py sets SandboxOnly): it
 would run nbgrader's autograde in the server's process, with the instructor's rights and no
@@ -29,6 +30,7 @@ from nbconvert.exporters import NotebookExporter
 from transformer_lab.catalogue import TRAINING_NOTEBOOK
 
 from ..course import GRADER
+from ..engine.kept_grades import CHANGED_PAGE
 from .course_open import Course
 from .nbgrader_apps import scripts_on_path
 
@@ -106,6 +108,9 @@ def main(course: Course, port: int | None = None) -> None:
     port, token = port or free_port(), secrets.token_hex(16)
     for name, url in urls(port, token).items():
         print(f"{name:>15}: {url}")
+    changed = course.layout.report(CHANGED_PAGE)
+    if changed.is_file():  # each answer there carries the one graded in its cell's comment
+        print(f"{'changed answers':>15}: {changed}")
     print("Open 'log in' once (JupyterLab), then the manual grading page. Stop with Ctrl-C.")
     sys.stdout.flush()
     os.chdir(GRADER)  # nbgrader reads nbgrader_config.py from here

@@ -9,15 +9,23 @@ Until every such answer of a notebook is graded, the notebook's score is partial
 counts 0. `make export` and `make feedback` therefore leave it out of every file they write
 (the score empty, the status "needs hand grading") and say whose it is; `--partial` writes the
 partial score on purpose, marked as such.
+
+A written answer asked again carries, in its formgrader comment, a note with the answer graded
+(kept_grades.py): the grader's, not the student's, so `make feedback` writes every page with the
+note set aside (`notes_aside`), and puts it back only where the answer still waits for its look.
 """
 
 from __future__ import annotations
 
+import contextlib
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
+from ..engine.kept_grades import NOTE, without_note
 from ..outcome import Outcome, SheetStatus
-from . import overrides
+from . import nbgrader_apps, overrides
+from .course_open import Course
 
 
 def waiting(gb, notebooks) -> dict[tuple[str, str], list[str]]:
@@ -140,3 +148,49 @@ def mark_page(page: Path, name: str, ids: list[str], partial: bool) -> None:
             text = re.sub(anchor, lambda m: re.sub(SCORE, blank, m[0]), text, count=1, flags=re.S)
     text, found = re.subn(r"(<body[^>]*>)", lambda m: m[1] + "\n" + banner, text, count=1)
     page.write_text(text if found else banner + "\n" + text, encoding="utf-8")
+
+
+@contextlib.contextmanager
+def notes_aside(course: Course) -> Iterator[None]:
+    """Within: every comment of the gradebook without its note of an answer graded (the grader's
+    own words alone); after, each note back where its answer still waits for the second look
+    and the comment is still as left here (a comment the grader edited meanwhile is theirs). A
+    note whose answer had its look (Resolve, a score typed) is not put back: the record and
+    reports/changed_answers.md keep the answer graded."""
+    with nbgrader_apps.gradebook(course) as gb:
+        noted = _noted(gb)
+        for comment, whole in noted:
+            comment.manual_comment = without_note(whole)
+        if noted:
+            gb.db.commit()
+        kept = [(comment.id, whole) for comment, whole in noted if _waits(comment)]
+    try:
+        yield
+    finally:
+        _put_back_notes(course, kept)
+
+
+def _noted(gb) -> list:
+    """(comment, its whole text) of every comment that holds a note; [] without a gradebook."""
+    from nbgrader.api import Comment
+
+    if gb is None:
+        return []
+    found = gb.db.query(Comment).filter(Comment.manual_comment.isnot(None)).all()
+    return [(c, c.manual_comment) for c in found if NOTE.search(c.manual_comment)]
+
+
+def _waits(comment) -> bool:
+    """Whether the comment's written answer is flagged for a (second) look."""
+    return any(g.name == comment.name and g.needs_manual_grade for g in comment.notebook.grades)
+
+
+def _put_back_notes(course: Course, kept: list[tuple[str, str]]) -> None:
+    if not kept:
+        return
+    with nbgrader_apps.gradebook(course) as gb:
+        for comment_id, whole in kept:
+            comment = gb.find_comment_by_id(comment_id)
+            if comment.manual_comment == without_note(whole):
+                comment.manual_comment = whole
+        gb.db.commit()

@@ -1,6 +1,7 @@
 """The term's rules as course.toml sets them (settings.py reads and checks it), typed and frozen:
 which notebooks count and how, when each is due and for whom later, what lateness costs, which
-column of an LMS's export is a student's id, how collect reads names and times. Every fact of
+column of an LMS's export is a student's id, how collect reads names and times, how autograde
+runs where its command line does not say. Every fact of
 the term is a field or a method of the Term a command opened once (course_open.py), never a
 question put to course.toml again.
 """
@@ -8,8 +9,10 @@ question put to course.toml again.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from types import MappingProxyType
 from zoneinfo import ZoneInfo
 
 
@@ -53,6 +56,11 @@ class Term:
     collect_pattern: re.Pattern | None = None
     time_format: str | None = None  # strptime's, for the pattern's `time` group; None: ISO 8601
     stamped: bool = False  # [collect] stamped: a file's own time is its hand-in time
+    # [autograde]: only the keys the file sets (workers, cell_timeout, ...), read-only; the
+    # command's options override them and its defaults fill the rest
+    autograde: Mapping[str, int | float | bool | str] = field(
+        default_factory=lambda: MappingProxyType({})
+    )
     # released notebook -> its maximum: the release's graded cells' points, everywhere the same
     points: dict[str, float] = field(default_factory=dict)
 

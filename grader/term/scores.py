@@ -1,9 +1,11 @@
 """The term's half of `make autograde`: the engine grades (grader/engine/autograde.py), then the
-term settles lateness on the scores it saved, flags copies across the class, writes the scores
-table (reports/autograde.md, and autograde.json that the grade sheet and feedback read) and
-appends the step to the term's log. None of this can change a score the engine saved; a late
-penalty is nbgrader's own, applied to those scores (deadlines.settle). The course is opened once
-for the run (course_open.py) and its gradebook once the engine is done (nbgrader_apps.gradebook).
+term settles lateness on the scores it saved (`grade`), flags copies across the class, writes the
+scores table (reports/autograde.md, and autograde.json that the grade sheet and feedback read),
+both with the engine's options in force (`report`), and appends the step to the term's log. A
+release's errata regrades by the same two steps (grader/term/release.py). None of this can
+change a score the engine saved; a late penalty is nbgrader's own, applied to those scores
+(deadlines.settle). The course is opened once for the run (course_open.py) and its gradebook
+once the engine is done (nbgrader_apps.gradebook).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from dataclasses import asdict, fields
 from nbgrader import utils as nbgrader_utils
 
 from ..engine import autograde as engine
+from ..engine.options import EngineOptions
 from ..outcome import NOT_GRADED, SCORED, Flag, Outcome, SetAside, SheetStatus, Status
 from . import collected, copies, deadlines, hand_grading, overrides, term_log
 from .course_open import Course
@@ -25,17 +28,29 @@ from .nbgrader_apps import gradebook
 QUIET = logging.getLogger("grader.nbgrader")
 
 
-def autograde(course: Course, students=None, notebooks=None, **engine_options) -> list[Outcome]:
-    """Grade (autograde.grade takes `engine_options`: workers, limits, sandbox, scheduler), then
-    settle lateness, flag copies and write the scores table over the last one: a run limited to
-    some students or notebooks keeps everyone else's rows. On Ctrl-C, what was saved is settled
-    and logged, and autograde.Interrupted goes on up. The course is the one opened at the start,
-    course.toml with it: a file edited meanwhile applies from the next run."""
-    isolated = engine.isolation(engine_options.get("sandboxed", True))
+def autograde(
+    course: Course, options: EngineOptions, students=None, notebooks=None, carried=None
+) -> list[Outcome]:
+    """Grade as `options` say (`grade`), then flag copies and write the scores table over the
+    last one (`report`): a run limited to some students or notebooks keeps everyone else's rows.
+    The course is the one opened at the start, course.toml with it: a file edited meanwhile
+    applies from the next run."""
+    outcomes = grade(course, options, students, notebooks, carried)
+    report(course, outcomes, options, students, notebooks)
+    entry = log_entry(outcomes, options)
+    term_log.append(course, "autograde" + _scope(students, notebooks), entry)
+    return outcomes
+
+
+def grade(
+    course: Course, options: EngineOptions, students=None, notebooks=None, carried=None
+) -> list[Outcome]:
+    """The engine's grading (`carried`: hand grades carried over an errata, autograde.grade),
+    then lateness settled on what it saved. On Ctrl-C, what was saved is settled and logged, and
+    autograde.Interrupted goes on up."""
+    engine.isolation(options.sandboxed)  # no sandbox to be had: stops here, before any work
     try:
-        outcomes = engine.grade(
-            course.layout, students=students, notebooks=notebooks, **engine_options
-        )
+        outcomes = engine.grade(course.layout, options, students, notebooks, carried)
     except engine.Interrupted as stop:
         with gradebook(course) as gb:
             settle(course, gb, stop.outcomes)
@@ -45,11 +60,19 @@ def autograde(course: Course, students=None, notebooks=None, **engine_options) -
     # Opened once the engine's jobs are saved: the term's one session of the run.
     with gradebook(course) as gb:
         settle(course, gb, outcomes)
+    return outcomes
+
+
+def report(
+    course: Course, outcomes: list[Outcome], options: EngineOptions, students=None, notebooks=None
+) -> None:
+    """Copies flagged across the class and the scores table written, this run's rows (graded
+    for these students and notebooks) over the last report's."""
+    isolated = engine.isolation(options.sandboxed)
+    with gradebook(course) as gb:
         # Copies are the whole class's matter: flagged once every notebook is in, none scored.
         everyone = copies.with_copies(course, merged(course, outcomes, students, notebooks))
-        write_scores_table(course, everyone, isolated, namer(course, gb))
-    term_log.append(course, "autograde" + _scope(students, notebooks), log_entry(outcomes))
-    return outcomes
+        write_scores_table(course, everyone, isolated, options, namer(course, gb))
 
 
 def settle(course: Course, gb, outcomes: list[Outcome]) -> None:
@@ -76,11 +99,11 @@ def summary(outcomes: list[Outcome]) -> str:
     )
 
 
-def log_entry(outcomes: list[Outcome]) -> str:
-    """The summary, what became of the hand grades, and each notebook that could not be graded,
-    with the reason."""
+def log_entry(outcomes: list[Outcome], options: EngineOptions) -> str:
+    """The summary, the options in force, what became of the hand grades, and each notebook
+    that could not be graded, with the reason."""
     hand = hand_grading.regraded(outcomes)
-    lines = [summary(outcomes), *[hand] * bool(hand), ""]
+    lines = [summary(outcomes), f"Options: {options.said()}.", *[hand] * bool(hand), ""]
     lines += [
         f"- {o.student} / {o.assignment}: {o.status}: {o.reason}"
         for o in outcomes
@@ -96,7 +119,13 @@ def _scope(students, notebooks) -> str:
 
 
 def scores_table(
-    outcomes: list[Outcome], isolated: str, notebooks: list, who=str, by_hand=None, wrong=()
+    outcomes: list[Outcome],
+    isolated: str,
+    options: EngineOptions,
+    notebooks: list,
+    who=str,
+    by_hand=None,
+    wrong=(),
 ) -> str:
     """Students down (`who`: how to name them, names.namer), the assigned notebooks across
     (Term.counted): score / the release's points, or why there is none; the total out of
@@ -122,7 +151,7 @@ def scores_table(
         ]
         total = _total(mine, notebooks, SheetStatus.WRONG in cells)
         lines.append(f"| {who(student)} | " + " | ".join(cells) + f" | {total} | {review_cell} |")
-    lines += ["", f"Sandbox: {isolated}.", _legend(notebooks)]
+    lines += ["", f"Sandbox: {isolated}.", f"Options: {options.said()}.", _legend(notebooks)]
     lines += _notes([o for o in outcomes if o.assignment in counted])
     unassigned = sorted({o.assignment for o in outcomes} - counted)
     if unassigned:
@@ -249,19 +278,22 @@ def _late_note(o: Outcome) -> str:
     return f"handed in {term_log.describe(o.seconds_late)} late (course.toml): {taken}"
 
 
-def write_scores_table(course: Course, outcomes: list[Outcome], isolated: str, who=str) -> None:
+def write_scores_table(
+    course: Course, outcomes: list[Outcome], isolated: str, options: EngineOptions, who=str
+) -> None:
     """reports/autograde.md (`who`: how to name the students, names.namer) and autograde.json,
-    which the grade sheet and feedback read back."""
+    which the grade sheet and feedback read back; both with the options of the run that wrote
+    them."""
     table = course.layout.report("autograde.md")
     table.parent.mkdir(parents=True, exist_ok=True)
     notebooks = course.term.counted()
     wrong = collected.Store(course).wrong()
-    text = scores_table(outcomes, isolated, notebooks, who, _by_hand(course, notebooks), wrong)
+    by_hand = _by_hand(course, notebooks)
+    text = scores_table(outcomes, isolated, options, notebooks, who, by_hand, wrong)
     table.write_text(text, encoding="utf-8")
-    course.layout.report("autograde.json").write_text(
-        json.dumps({"sandbox": isolated, "outcomes": [asdict(o) for o in outcomes]}, indent=2),
-        encoding="utf-8",
-    )
+    saved = {"sandbox": isolated, "options": options.record()}
+    saved["outcomes"] = [asdict(o) for o in outcomes]
+    course.layout.report("autograde.json").write_text(json.dumps(saved, indent=2), encoding="utf-8")
 
 
 def load_outcomes(course: Course) -> list[Outcome]:

@@ -1,17 +1,25 @@
-"""COURSE/course.toml, read into a typed, frozen Term (rules.py) and checked whole: a key that
-is unknown or holds what it may not stops the command before any work, with one line naming the
-key and what it allows. Each key is declared once below (`KEYS`), with its default and what it
-means, as deadlines.py's docstring shows them in use. A command reads it once, when it opens the
-course (course_open.py): a file edited while it runs applies from the next command.
+"""COURSE/course.toml, read into a typed, frozen Term (rules.py) and checked whole. Each key is
+declared once, as one `Setting` of `SETTINGS`: its default, what it means, what it holds, an
+example and its check, as otter-grader declares each option of its configuration once. From
+those entries come the commented course.toml the first release writes (`starting_file`), the
+one-line refusal of a key that is unknown or holds what it may not (`SettingError`, naming the
+key and what it holds), and grader/README.md's table of settings (`readme_table`, printed by
+`python -m grader.term.settings --readme-table`). A command reads the file once, when it opens
+the course (course_open.py): a file edited while it runs applies from the next command.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
 import textwrap
 import tomllib
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
+from itertools import groupby
+from types import MappingProxyType
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from transformer_lab.catalogue import EXTRA_CREDIT
@@ -19,60 +27,323 @@ from transformer_lab.catalogue import EXTRA_CREDIT
 from ..course import COURSE_FILE, GradingError, Layout
 from .rules import Late, Term
 
-# The lecture's optional challenge, "for anyone who finishes the core path early": skipping it
-# must cost nothing, so by default its points are extra credit.
 PENALTIES = ("none", "zero", "percent_per_day")
+# A part of a setting's name in capitals stands for any name; examples write these.
+SAMPLES = {"NOTEBOOK": "01_attention", "STUDENT": "alice"}
 
-# key -> (default, what it means): every key course.toml may hold.
-KEYS = {
-    "assigned": ("every released notebook", "the notebooks that count, a list of names"),
-    "extra_credit": (list(EXTRA_CREDIT), "assigned notebooks whose points add beyond the maximum"),
-    "timezone": ("this machine's", "the zone of times written without an offset (IANA name)"),
-    "publish_url": (
-        "none: the published notebooks carry no Colab badge",
-        "where publish/ is pushed, github.com/ORG/REPO/blob/BRANCH[/FOLDER]: each published "
-        "notebook's Colab badge opens it and its setup cell installs the wheel from it; the first "
-        "`make release PUBLISH_URL=...` writes it here, and every later release builds with it",
+
+@dataclass(frozen=True)
+class Setting:
+    """One key course.toml may hold. `name` is its path, dotted: `late.penalty` is `penalty`
+    of the table [late]; `due.NOTEBOOK` is any key of [due]."""
+
+    name: str
+    default: object  # the value read where the file sets none, or what applies then, in words
+    description: str  # what it means
+    allows: str  # what it may hold, as its refusal says it
+    example: str  # a value as course.toml writes it
+    check: Callable[[object], bool]  # whether a value is one it may hold
+
+    @property
+    def path(self) -> tuple[str, ...]:
+        return tuple(self.name.split("."))
+
+    @property
+    def key(self) -> str:
+        """The key as an instructor writes it: `timezone`, `[late] penalty`."""
+        return _said(self.path)
+
+    def line(self) -> str:
+        """Its example, as written in its table."""
+        return f"{SAMPLES.get(self.path[-1], self.path[-1])} = {self.example}"
+
+
+def _is_notebooks(value) -> bool:
+    return isinstance(value, list) and all(isinstance(name, str) for name in value)
+
+
+def _is_zone(name) -> bool:
+    try:
+        ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError, TypeError, OSError):
+        return False
+    return True
+
+
+def _is_moment(value) -> bool:
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value)
+        except ValueError:
+            return False
+    return isinstance(value, datetime)
+
+
+def _is_number(value, least: float = 0.0, *, whole: bool = False, above: bool = False) -> bool:
+    """A number (never a bool: TOML's true is no count), at least `least`, or above it."""
+    kinds = int if whole else (int, float)
+    if isinstance(value, bool) or not isinstance(value, kinds):
+        return False
+    return value > least if above else value >= least
+
+
+def _is_pattern(pattern) -> bool:
+    try:
+        compile_pattern(pattern)
+    except GradingError:
+        return False
+    return True
+
+
+def _is_text(value) -> bool:
+    return isinstance(value, str)
+
+
+def _is_bool(value) -> bool:
+    return isinstance(value, bool)
+
+
+COMMAND = "the command's default"
+SETTINGS = (
+    Setting(
+        "assigned",
+        "every released notebook",
+        "the notebooks that count this term",
+        "a list of released notebooks",
+        '["01_attention", "02_causal_mask", "04_training", "06_stretch"]',
+        _is_notebooks,
     ),
-    "due": ({}, "[due] notebook = a date and time; a notebook not listed has no due date"),
-    "extensions": ({}, "[extensions.STUDENT] notebook = days, or a later date and time"),
-    "late": ({}, f"[late] penalty = {' | '.join(PENALTIES)}, percent_per_day = 10"),
-    "roster": ({}, "[roster] id = the LMS export's column that is the student's id"),
-    "collect": (
-        {},
-        "[collect] pattern = a regular expression naming (?P<student>...), time_format = "
-        "strptime's format of its (?P<time>...), stamped = true or false",
+    Setting(
+        "extra_credit",
+        # The lecture's optional challenge, "for anyone who finishes the core path early":
+        # skipping it must cost nothing, so by default its points are extra credit.
+        tuple(EXTRA_CREDIT),
+        "assigned notebooks whose points add to a total and nothing to its maximum; [] for none",
+        "a list of released notebooks",
+        '["06_stretch"]',
+        _is_notebooks,
     ),
-}
-# key -> how a setting is written: the commented starting file shows each.
-EXAMPLES = {
-    "assigned": 'assigned = ["01_attention", "02_causal_mask", "04_training", "06_stretch"]',
-    "extra_credit": 'extra_credit = ["06_stretch"]',
-    "timezone": 'timezone = "Europe/Berlin"',
-    "publish_url": 'publish_url = "github.com/ORG/REPO/blob/main"',
-    "due": (
-        "[due]\n01_attention = 2027-01-15T23:59:00+01:00\n"
-        '02_causal_mask = "2027-01-22T23:59:00+01:00"'
+    Setting(
+        "timezone",
+        "this machine's zone",
+        "the zone of every time written without an offset",
+        "an IANA zone name",
+        '"Europe/Berlin"',
+        _is_zone,
     ),
-    "extensions": "[extensions.alice]\n01_attention = 2",
-    "late": '[late]\npenalty = "percent_per_day"\npercent_per_day = 10',
-    "roster": '[roster]\nid = "SIS Login ID"',
-    "collect": (
-        "[collect]\npattern = '_(?P<student>[^_]+)_attempt_(?P<time>\\d{4}(-\\d\\d){5})_'\n"
-        'time_format = "%Y-%m-%d-%H-%M-%S"\nstamped = false'
+    Setting(
+        "publish_url",
+        "none, so the published notebooks carry no Colab badge",
+        "where publish/ is pushed: each published notebook's Colab badge opens it and its setup "
+        "cell installs the wheel from it; the first make release PUBLISH_URL=... writes it here, "
+        "and every later release builds with it",
+        "a GitHub folder, github.com/ORG/REPO/blob/BRANCH[/FOLDER]",
+        '"github.com/ORG/REPO/blob/main"',
+        lambda url: isinstance(url, str) and published_folder(url) is not None,
     ),
-}
+    Setting(
+        "due.NOTEBOOK",
+        "none, so a notebook not listed is never late",
+        "when the notebook is due",
+        "a date and time, TOML's or an ISO 8601 string",
+        "2027-01-15T23:59:00+01:00",
+        _is_moment,
+    ),
+    Setting(
+        "extensions.STUDENT.NOTEBOOK",
+        "none",
+        "more time for one student (a roster id, in any case) on one notebook",
+        "days (0 or more), or a later date and time",
+        "2",
+        lambda value: _is_number(value) or _is_moment(value),
+    ),
+    Setting(
+        "late.penalty",
+        "none set, so the plugin nbgrader_config.py sets applies",
+        "what handing in after the due date costs: nothing, the whole score, or a share a day",
+        f"{', '.join(PENALTIES[:-1])} or {PENALTIES[-1]}",
+        '"percent_per_day"',
+        lambda method: method in PENALTIES,
+    ),
+    Setting(
+        "late.percent_per_day",
+        10,
+        "with penalty percent_per_day, the share of the score taken per day, or started day, late",
+        "a number of percent, 0 or more",
+        "10",
+        _is_number,
+    ),
+    Setting(
+        "roster.id",
+        "the LMS's own, SIS User ID (Canvas) or ID number (Moodle)",
+        "the column of an LMS's export that is the student's id",
+        "a column name",
+        '"SIS Login ID"',
+        _is_text,
+    ),
+    Setting(
+        "collect.pattern",
+        "none, so Canvas's and Moodle's names are read as they come",
+        "how another LMS's file names name the student, and optionally the time handed in "
+        "(searched in the name; collect --pattern overrides it)",
+        "a regular expression with a (?P<student>...) group",
+        r"'_(?P<student>[^_]+)_attempt_(?P<time>\d{4}(-\d\d){5})_'",
+        _is_pattern,
+    ),
+    Setting(
+        "collect.time_format",
+        "ISO 8601",
+        "how the pattern's (?P<time>...) group writes a time",
+        "a strptime format",
+        '"%Y-%m-%d-%H-%M-%S"',
+        _is_text,
+    ),
+    Setting(
+        "collect.stamped",
+        False,
+        "whether a download's own file or zip-entry time is when it was handed in (a submission "
+        "server of your own; never Canvas's or Moodle's files)",
+        "true or false",
+        "false",
+        _is_bool,
+    ),
+    Setting(
+        "autograde.workers",
+        f"{COMMAND}, one job a core",
+        "grading jobs run at a time on this machine (--workers overrides it)",
+        "a whole number, 1 or more",
+        "4",
+        lambda n: _is_number(n, 1, whole=True),
+    ),
+    Setting(
+        "autograde.cell_timeout",
+        f"{COMMAND}, nbgrader_config.py's Execute.timeout",
+        "seconds one cell may run before it is stopped (--cell-timeout overrides it)",
+        "a whole number of seconds, more than 0",
+        "60",
+        lambda n: _is_number(n, 0, whole=True, above=True),
+    ),
+    Setting(
+        "autograde.notebook_timeout",
+        "the engine's",
+        "seconds one notebook's job may run in all, the backstop for a kernel that ignores "
+        "interrupts (--notebook-timeout overrides it)",
+        "a whole number of seconds, more than 0",
+        "600",
+        lambda n: _is_number(n, 0, whole=True, above=True),
+    ),
+    Setting(
+        "autograde.memory_gb",
+        "the engine's",
+        "a grading job's address-space cap in GB, its kernel's included (--memory-gb overrides it)",
+        "a number of GB, more than 0",
+        "4",
+        lambda n: _is_number(n, 0, above=True),
+    ),
+    Setting(
+        "autograde.sandbox",
+        f"{COMMAND}, true",
+        "whether notebooks run inside bubblewrap; false runs them with your own rights, for "
+        "trusted notebooks only (--sandbox or --no-sandbox overrides it)",
+        "true or false",
+        "true",
+        _is_bool,
+    ),
+    Setting(
+        "autograde.scheduler",
+        "none, so the jobs run on this machine",
+        "the Dask cluster to run the jobs on (--scheduler overrides it)",
+        "a scheduler's address, tcp://HOST:PORT",
+        '"tcp://10.0.0.5:8786"',
+        lambda address: isinstance(address, str) and address.startswith("tcp://"),
+    ),
+)
+SETTING = {setting.name: setting for setting in SETTINGS}
 STARTING_HEADER = """# The term's settings, read by python -m grader at the start of each command.
 # Every setting is commented out, so each has its default; uncomment and edit what this term
 # needs. A setting that is not right stops the next command in one line that names it.
-# grader/README.md says more of each ("Which notebooks count", "Due dates and late penalties",
-# "The roster and LMS names"). Settings without a [table] come first.
+# grader/README.md's "Every setting of course.toml" lists them all. Settings without a [table]
+# come first; a part of a name in capitals (NOTEBOOK, STUDENT) stands for any name.
 """
-SECTIONS = {
-    "late": {"penalty", "percent_per_day"},
-    "roster": {"id"},
-    "collect": {"pattern", "time_format", "stamped"},
-}
+
+
+class SettingError(GradingError):
+    """A key of course.toml that is no setting, or holds what it may not: `key` as written
+    (`[late] penalty`), `value` what the file gives it; the message names both in one line."""
+
+    def __init__(self, key: str, value, message: str):
+        super().__init__(message)
+        self.key, self.value = key, value
+
+
+def _said(path: tuple[str, ...]) -> str:
+    *table, leaf = path
+    return f"[{'.'.join(table)}] {leaf}" if table else leaf
+
+
+def _written(value) -> str:
+    """A value as course.toml writes it."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (str, int, float)):
+        return json.dumps(value, ensure_ascii=False)  # JSON's string is TOML's too
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(map(_written, value)) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k} = {_written(v)}" for k, v in value.items()) + "}"
+    return value.isoformat()  # a date or a time
+
+
+def _fits(path: tuple[str, ...], here: tuple[str, ...]) -> bool:
+    """Whether a setting's path runs through `here`: a part in capitals stands for any name."""
+    parts = zip(path, here, strict=False)
+    return len(path) >= len(here) and all(p == h or p.isupper() for p, h in parts)
+
+
+def _holds(at: tuple[str, ...]) -> str:
+    """What course.toml (`at` ()) or its table `at` holds, as a refusal says it."""
+    parts = {}
+    for setting in SETTINGS:
+        if len(setting.path) > len(at) and _fits(setting.path, at):
+            part, leaf = setting.path[len(at)], len(setting.path) == len(at) + 1
+            if not leaf:
+                parts[part] = f"[{'.'.join((*at, part))}]"
+            else:  # a name in capitals stands for any: say what each holds
+                parts[part] = f"{part} = {setting.allows}" if part.isupper() else part
+    where = f"[{'.'.join(at)}]" if at else "course.toml"
+    return f"{where} holds {', '.join(parts.values())}"
+
+
+def _refused(setting: Setting, here: tuple[str, ...], value) -> SettingError:
+    key = _said(here)
+    return SettingError(
+        key,
+        value,
+        f"{COURSE_FILE}: {key} = {_written(value)}, but it holds {setting.allows} "
+        f"(e.g. {setting.line()})",
+    )
+
+
+def _check(table: dict, at: tuple[str, ...] = ()) -> None:
+    """Every key of course.toml's `table` (at `at`) is a setting and holds what it may."""
+    for part, value in table.items():
+        here = (*at, part)
+        through = [s for s in SETTINGS if _fits(s.path, here)]
+        if not through:
+            raise SettingError(
+                _said(here), value, f"{COURSE_FILE}: {_said(here)} is not a setting; {_holds(at)}"
+            )
+        setting = next((s for s in through if len(s.path) == len(here)), None)
+        if setting and not setting.check(value):
+            raise _refused(setting, here, value)
+        if not setting and not isinstance(value, dict):
+            raise SettingError(
+                _said(here),
+                value,
+                f"{COURSE_FILE}: {_said(here)} = {_written(value)} is not a table; {_holds(here)}",
+            )
+        if not setting:
+            _check(value, here)
 
 
 def aware(moment, zone=None, key: str = "") -> datetime:
@@ -92,86 +363,34 @@ def aware(moment, zone=None, key: str = "") -> datetime:
 
 def _names(given: dict, key: str, default, released: tuple[str, ...]) -> tuple[str, ...]:
     names = given.get(key, default)
-    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
-        raise GradingError(f'course.toml: {key} = ["01_attention", ...], a list of notebooks')
     unknown = sorted(set(names) - set(released))
     if unknown and key in given and released:  # a default may name one this release lacks
-        raise GradingError(
-            f"course.toml: {key} names {', '.join(unknown)}, not released "
-            f"(released: {', '.join(released)})"
+        raise SettingError(
+            key,
+            unknown,
+            f"{COURSE_FILE}: {key} names {', '.join(unknown)}, not released "
+            f"(released: {', '.join(released)})",
         )
     return tuple(name for name in released if name in names)
 
 
-def _zone(name) -> ZoneInfo | None:
-    if not name:
-        return None
-    try:
-        return ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError, TypeError):
-        raise GradingError(f"course.toml: unknown timezone {name!r}") from None
-
-
-def _table(given: dict, key: str) -> dict:
-    table = given.get(key, {})
-    if not isinstance(table, dict):
-        raise GradingError(f"course.toml: {key} is a table: {KEYS[key][1]}")
-    allowed = SECTIONS.get(key)
-    unknown = sorted(set(table) - allowed) if allowed else []
-    if unknown:
-        raise GradingError(
-            f"course.toml: [{key}] {unknown[0]} is not a setting; [{key}] holds "
-            f"{', '.join(sorted(allowed))}"
-        )
-    return table
-
-
 def _extensions(given: dict, due: dict, zone) -> dict:
     found = {}
-    for student, notebooks in _table(given, "extensions").items():
-        if not isinstance(notebooks, dict):
-            raise GradingError(f"course.toml: [extensions.{student}] notebook = days or a date")
-        for assignment, value in notebooks.items():
-            where = f"extension {student}/{assignment}"
-            if isinstance(value, bool) or not isinstance(value, (int, float, str, datetime)):
-                raise GradingError(f"course.toml: {where}: days or a date")
+    for student, notebooks in given.get("extensions", {}).items():
+        for notebook, value in notebooks.items():
+            key = _said(("extensions", student, notebook))
             if isinstance(value, (int, float)):
-                found[student.casefold(), assignment] = float(value)
-                continue
-            if assignment not in due:
-                raise GradingError(
-                    f"course.toml: an extension for {student} on {assignment}, not due"
+                found[student.casefold(), notebook] = float(value)
+            elif notebook in due:
+                found[student.casefold(), notebook] = aware(value, zone, key)
+            else:
+                raise SettingError(
+                    key,
+                    value,
+                    f"{COURSE_FILE}: {key} = {_written(value)}, but {notebook} has no due date "
+                    f"([due] {notebook}); give days, or a due date first",
                 )
-            found[student.casefold(), assignment] = aware(value, zone, where)
     return found
-
-
-def _late(given: dict) -> Late:
-    late = _table(given, "late")
-    method = late.get("penalty")
-    if method is not None and method not in PENALTIES:
-        raise GradingError(
-            f"course.toml: [late] penalty = {method!r}: none, zero or percent_per_day"
-        )
-    percent = late.get("percent_per_day", 10)
-    if isinstance(percent, bool) or not isinstance(percent, (int, float)) or percent < 0:
-        raise GradingError("course.toml: [late] percent_per_day = a number of percent, 0 or more")
-    return Late(method, float(percent))
-
-
-def _collect(given: dict) -> dict:
-    settings = _table(given, "collect")
-    pattern, time_format = settings.get("pattern"), settings.get("time_format")
-    stamped = settings.get("stamped", False)
-    if not isinstance(stamped, bool):
-        raise GradingError("course.toml: [collect] stamped = true or false")
-    if time_format is not None and not isinstance(time_format, str):
-        raise GradingError('course.toml: [collect] time_format = "%Y-%m-%d-%H-%M-%S", a string')
-    return {
-        "collect_pattern": compile_pattern(pattern) if pattern else None,
-        "time_format": time_format,
-        "stamped": stamped,
-    }
 
 
 def compile_pattern(pattern: str) -> re.Pattern:
@@ -194,22 +413,16 @@ def published_folder(url: str) -> str | None:
     return where.removeprefix("github.com/")
 
 
-def _publish_url(given: dict) -> str | None:
-    url = given.get("publish_url")
-    if url is not None and (not isinstance(url, str) or published_folder(url) is None):
-        raise GradingError(
-            'course.toml: publish_url = "github.com/ORG/REPO/blob/BRANCH", the GitHub folder '
-            "publish/ is pushed to"
-        )
-    return url
-
-
 def publish_url(layout: Layout) -> str | None:
     """The publish URL course.toml keeps (the release's: it reads this key alone, so that a
     setting the release is about to make right never stops it); None where it keeps none."""
     if not layout.settings.is_file():
         return None
-    return _publish_url(_toml(layout.settings.read_text(encoding="utf-8")))
+    url = _toml(layout.settings.read_text(encoding="utf-8")).get("publish_url")
+    setting = SETTING["publish_url"]
+    if url is not None and not setting.check(url):
+        raise _refused(setting, setting.path, url)
+    return url
 
 
 def _toml(text: str) -> dict:
@@ -260,19 +473,13 @@ def _placed(text: str, line: str) -> str:
 def read(text: str, released: tuple[str, ...], points: dict[str, float] | None = None) -> Term:
     """course.toml's text, checked whole, into a Term; `points`: each released notebook's."""
     given = _toml(text)
-    unknown = sorted(set(given) - set(KEYS))
-    if unknown:
-        raise GradingError(
-            f"course.toml: {unknown[0]} is not a setting; it holds {', '.join(KEYS)}"
-        )
-    zone = _zone(given.get("timezone"))
-    _publish_url(given)  # the release's (publish_url above): checked here with the rest
-    assigned = _names(given, "assigned", list(released), released)
-    extra = _names(given, "extra_credit", list(EXTRA_CREDIT), released)
-    due = {name: aware(when, zone, f"[due] {name}") for name, when in _table(given, "due").items()}
-    roster_id = _table(given, "roster").get("id")
-    if roster_id is not None and not isinstance(roster_id, str):
-        raise GradingError('course.toml: [roster] id = "SIS Login ID", a column of the export')
+    _check(given)
+    zone = ZoneInfo(given["timezone"]) if "timezone" in given else None
+    assigned = _names(given, "assigned", released, released)
+    extra = _names(given, "extra_credit", SETTING["extra_credit"].default, released)
+    due = {name: aware(when, zone) for name, when in given.get("due", {}).items()}
+    late, collect = given.get("late", {}), given.get("collect", {})
+    pattern = collect.get("pattern")
     return Term(
         released=released,
         assigned=assigned,
@@ -280,11 +487,23 @@ def read(text: str, released: tuple[str, ...], points: dict[str, float] | None =
         zone=zone,
         due=due,
         extensions=_extensions(given, due, zone),
-        late=_late(given),
-        roster_id=roster_id,
-        **_collect(given),
+        late=Late(
+            late.get("penalty"),
+            float(late.get("percent_per_day", SETTING["late.percent_per_day"].default)),
+        ),
+        roster_id=given.get("roster", {}).get("id"),
+        collect_pattern=compile_pattern(pattern) if pattern else None,
+        time_format=collect.get("time_format"),
+        stamped=collect.get("stamped", SETTING["collect.stamped"].default),
+        autograde=_autograde(given.get("autograde", {})),
         points=dict(points or {}),
     )
+
+
+def _autograde(table: dict) -> MappingProxyType:
+    """[autograde] as the file sets it, and only that: the command's own defaults fill the
+    rest, and its options override both. A memory cap is a float, as --memory-gb gives it."""
+    return MappingProxyType({k: float(v) if k == "memory_gb" else v for k, v in table.items()})
 
 
 def read_term(layout: Layout) -> Term:
@@ -300,20 +519,62 @@ def _points(release) -> float:
     return float(sum(c.metadata.get("nbgrader", {}).get("points", 0) for c in release.cells))
 
 
+def _default(setting: Setting) -> str:
+    return setting.default if isinstance(setting.default, str) else _written(setting.default)
+
+
 def starting_file() -> str:
     """A course.toml to start from, which the first release writes where there is none: each
-    setting commented out, with its meaning, its default and how it is written; read as is, it
-    is every default."""
+    setting commented out, with its meaning, what it holds, its default and an example, a
+    table's examples under its header; read as is, it is every default."""
     lines = [STARTING_HEADER]
-    for key, (default, meaning) in KEYS.items():
-        said = f"{key}: {meaning}; default: {_default(default)}."
-        lines += textwrap.wrap(said, 96, initial_indent="# ", subsequent_indent="#   ")
-        lines += [f"# {line}" for line in EXAMPLES[key].splitlines()]
+    for table, group in groupby(SETTINGS, key=lambda s: s.path[:-1] or s.path):
+        group = list(group)
+        for setting in group:
+            said = f"{setting.key}: {setting.description}. It holds {setting.allows}; default: "
+            lines += textwrap.wrap(
+                f"{said}{_default(setting)}.", 96, initial_indent="# ", subsequent_indent="#   "
+            )
+        if len(group[0].path) > 1:
+            lines.append(f"# [{'.'.join(SAMPLES.get(part, part) for part in table)}]")
+        lines += [f"# {setting.line()}" for setting in group]
         lines.append("")
     return "\n".join(lines)
 
 
-def _default(value) -> str:
-    if isinstance(value, list):
-        return "[" + ", ".join(f'"{v}"' for v in value) + "]"
-    return value if isinstance(value, str) else "none set"
+def readme_table() -> str:
+    """grader/README.md's table of every setting, one row each."""
+    rows = [
+        "| setting | holds | default | what it means | example |",
+        "|---|---|---|---|---|",
+    ]
+    for setting in SETTINGS:
+        cells = (
+            f"`{setting.key}`",
+            setting.allows,
+            _default(setting),
+            setting.description,
+            f"`{setting.line()}`",
+        )
+        rows.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
+    return "\n".join(rows) + "\n"
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Print what the settings render, for a maintainer to paste where it goes."""
+    parser = argparse.ArgumentParser(
+        prog="python -m grader.term.settings", description=main.__doc__
+    )
+    which = parser.add_mutually_exclusive_group(required=True)
+    which.add_argument(
+        "--readme-table", action="store_true", help="grader/README.md's table of settings"
+    )
+    which.add_argument(
+        "--starting-file", action="store_true", help="the course.toml the first release writes"
+    )
+    args = parser.parse_args(argv)
+    print(readme_table() if args.readme_table else starting_file(), end="")
+
+
+if __name__ == "__main__":
+    main()
