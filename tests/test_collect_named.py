@@ -6,7 +6,9 @@ another release (nbgrader's checksums not this release's), carol an upload of 0 
 Each is named with its student and a stable code in reports/collect.md; the workshop's copy and
 another release's notebook count and are graded as they are. A check cell the student edited is
 recorded by preflight, reaches autograde's outcome (its report's repairs) and the feedback page.
-No grading: autograde's own preparation (preflight and nbgrader's sanitizing) only."""
+The code of a file graded as it is reaches its student's row of the scores table and a box on
+their feedback page. No grading: autograde's own preparation (preflight and nbgrader's
+sanitizing) only; the scores and pages are written here."""
 
 from __future__ import annotations
 
@@ -25,7 +27,10 @@ from paths import ROOT
 
 from checkpoints import hand_in as the_cell
 from grader.engine import autograde, preflight
-from grader.term import collect, collected, feedback_notes
+from grader.engine.options import EngineOptions
+from grader.outcome import Outcome
+from grader.term import collect, collected, feedback_notes, scores
+from grader.term.bundles import bundle_feedback
 from grader.term.course_open import Course
 from maintainer.fabricated_class import canvas_name, canvas_zip, cell_of, colab_shaped, perfect
 from transformer_lab import hand_in
@@ -251,3 +256,28 @@ def test_a_file_that_is_no_notebook_is_its_students_not_nothing(handed, tmp_path
     report = (course / "reports" / "collect.md").read_text(encoding="utf-8")
     assert f"\n- dave (Dave Doe) / {NB}: no notebook, only {DAVE}\n" in report
     assert collect.missing(Course.open(course)) == absent
+
+
+def test_a_file_graded_as_it_is_is_named_on_its_row_and_its_feedback_page(handed, tmp_path):
+    """alice's workshop copy, bob's other release and frank's release, graded (as autograde
+    would save them): each row and page names the code of the file graded, frank's nothing."""
+    course = Path(shutil.copytree(handed.course, tmp_path / "course"))
+    opened = Course.open(course)
+    graded = [Outcome(s, NB, "graded", 4, 4) for s in ("alice", "bob", "frank")]
+    scores.write_scores_table(opened, graded, "none", EngineOptions())
+    table = (course / "reports" / "autograde.md").read_text(encoding="utf-8")
+    rows = {line.split(" | ")[0][2:]: line for line in table.splitlines()[2:5]}
+    assert rows["alice"].endswith(
+        f" | {NB}: the workshop's copy, graded as it is [workshop_copy] |"
+    )
+    assert rows["bob"].endswith(" [not_this_release] |")
+    assert rows["frank"].endswith(" |  |")  # nothing to review
+    for student in ("alice", "bob", "frank"):
+        page = opened.layout.notebook("feedback", NB, student)
+        page.parent.mkdir(parents=True, exist_ok=True)
+        page.write_text("<html><body>\n<p>4 / 4</p>\n</body></html>")
+    bundle_feedback(Course.open(course), {})
+    pages = {s: opened.layout.notebook("feedback", NB, s).read_text() for s in ("alice", "bob")}
+    assert 'id="wrong-file" data-code="workshop_copy"' in pages["alice"]
+    assert 'id="wrong-file" data-code="not_this_release"' in pages["bob"]
+    assert "wrong-file" not in opened.layout.notebook("feedback", NB, "frank").read_text()

@@ -1,7 +1,8 @@
 """The feedback page of a submission preflight repaired tells its student what was repaired, a
 sentence each (grader/term/feedback_notes.py, called where the bundles are built). The repairs
 are preflight's own, made on a notebook damaged as students damage it in Colab; the page and the
-last autograde's report are written here, as test_bundles.py writes them: no grading."""
+last autograde's report are written here, as test_bundles.py writes them: no grading. A file
+not made from the release handed out is told in a box of its own."""
 
 from __future__ import annotations
 
@@ -14,10 +15,11 @@ from pathlib import Path
 
 from grader.course import Layout
 from grader.engine.preflight import preflight
+from grader.engine.review import Release
 from grader.outcome import Outcome
 from grader.term.bundles import bundle_feedback
 from grader.term.course_open import Course
-from grader.term.feedback_notes import sentence
+from grader.term.feedback_notes import sentence, tell
 from maintainer.fabricated_class import cell_of, colab_shaped, perfect
 
 NB = "01_attention"
@@ -93,3 +95,23 @@ def test_a_repair_of_a_kind_not_known_here_is_told_as_it_stands():
         "Your written answer for Exercise 4 was missing; it was put back empty, as handed out, "
         "so it counts as not answered."
     )
+
+
+def test_a_file_not_made_from_the_release_is_told_in_a_box_of_its_own(tmp_path):
+    page = tmp_path / "alice_01_attention.html"
+    page.write_text(PAGE.format(student="alice"))
+    tell(page, [], codes=["workshop_copy", "not_ready"])
+    body = page.read_text().partition("<body>\n")[2]
+    assert body.startswith(
+        '<div class="alert alert-warning" id="wrong-file" data-code="workshop_copy"><strong>The '
+        "file you handed in was the workshop&#x27;s copy of this notebook, not the notebook of "
+        "the course&#x27;s release.</strong>\nIt was graded as it is, against this release's "
+        "checks and points. Next time, hand in the notebook\nmade from the course's release: "
+        "open it from the course page (its Colab link), do your work in\nit, and download that "
+        "one (File → Download → .ipynb).\n</div>\n<p>4 / 4</p>"
+    )
+    # This course's copy from before an errata: the old release's box tells it, not this one.
+    page.write_text(PAGE.format(student="bob"))
+    old = Release("2027-01-10T09:00:00+01:00", (), ())
+    tell(page, [], old, codes=["not_this_release"])
+    assert 'id="old-release"' in page.read_text() and "wrong-file" not in page.read_text()

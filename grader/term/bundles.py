@@ -20,7 +20,8 @@ total and that answer's stood (hand_grading.py); with --partial, the banner says
 is partial. A notebook for which only another notebook was handed in (collected.py) gets a page
 that says which was received and what to hand in, named after that file, so that Canvas puts it
 on the submission it came with; once the right one is collected, the page goes. A notebook
-graded once preflight repaired it says at the top of its page what was repaired, a sentence each
+graded once preflight repaired it says at the top of its page what was repaired, a sentence each,
+and one not made from the release handed out (the workshop's copy) that it was graded as it is
 (feedback_notes.py). The bundles are rebuilt from feedback/ each time.
 """
 
@@ -131,20 +132,21 @@ def bundle_feedback(course: Course, pending: dict, partial: bool = False) -> lis
     folder.mkdir(parents=True, exist_ok=True)
     for old in folder.glob("*.zip"):  # a notebook whose feedback is gone keeps no stale zip
         old.unlink()
-    not_graded = set()
+    store, not_graded = collected.Store(course), set()
     for outcome in load_outcomes(course):
         if outcome.status in WHAT_TO_DO:
             not_graded.add((outcome.student, outcome.assignment))
             not_graded_page(course, outcome)
-        elif outcome.repairs or outcome.made_from:  # the page tells the student what was done
+        else:  # the page tells the student what was done with their file, if anything
             page = layout.notebook("feedback", outcome.assignment, outcome.student)
             made_from = review.Release.read(outcome.made_from) if outcome.made_from else None
-            feedback_notes.tell(page, outcome.repairs, made_from)
+            codes = store.codes(outcome.student, outcome.assignment)
+            feedback_notes.tell(page, outcome.repairs, made_from, codes)
     for (student, name), ids in pending.items():
         page = layout.notebook("feedback", name, student)
         if page.is_file() and (student, name) not in not_graded:
             hand_grading.mark_page(page, name, ids, partial)
-    store, written = collected.Store(course), []
+    written = []
     wrong = store.wrong()
     wrong_notebook_pages(course, store, wrong)
     for name in course.term.assigned:

@@ -52,7 +52,16 @@ from transformer_lab.hand_in import DOWNLOAD, MIME, receipt_problem, receipts
 from ..course import GradingError
 from ..engine import preflight
 from . import canvas, collected, term_log
-from .collected import ATTACHMENT, EMPTY, GIVEN, NO_TIME, Kept, Store
+from .collected import (
+    ATTACHMENT,
+    EMPTY,
+    GIVEN,
+    NO_TIME,
+    NOT_THIS_RELEASE,
+    WORKSHOP_COPY,
+    Kept,
+    Store,
+)
 from .course_open import Course
 from .names import namer
 from .roster import Named, Roster, lms_name
@@ -65,13 +74,10 @@ SEPARATORS = " _-.\t"
 SHOWN = 10  # lines of each kind the terminal gets; the report has them all
 # Stable codes of what collect finds in a file, in Found.codes and last in its note in brackets,
 # as a check's mistake code ends its message (checkpoints/_core.py): a file that is not what
-# was handed out (the workshop's copy, another release's notebook, no notebook at all, an empty
-# one: collected.EMPTY), and what its own "Before you hand in" left in it.
-WORKSHOP_COPY, NOT_THIS_RELEASE, NOT_A_NOTEBOOK = (
-    "workshop_copy",
-    "not_this_release",
-    "not_a_notebook",
-)
+# was handed out (the workshop's copy, another release's notebook: collected.WORKSHOP_COPY and
+# NOT_THIS_RELEASE; no notebook at all; an empty one: collected.EMPTY), and what its own "Before
+# you hand in" left in it. Kept.codes records them in the store.
+NOT_A_NOTEBOOK = "not_a_notebook"
 NOT_READY, CHANGED_AFTER_CHECK = "not_ready", "changed_after_check"
 WRONG_FILE = (WORKSHOP_COPY, NOT_THIS_RELEASE)  # graded as it is: named on the terminal too
 AS_IS = "graded as it is, against this release's checks and points"
@@ -603,6 +609,7 @@ def _kept(item: Found, batch: str, now: float, broken: str) -> Kept:
         item.order_from,
         item.lms_late,
         item.wrong,
+        list(item.codes),
     )
 
 

@@ -7,7 +7,8 @@ An arrival records whose notebook a file is, when it was handed in and where tha
 from (None where no source recorded it: a Canvas or Moodle zip carries no hand-in time), the
 LMS's order of uploads (Canvas's attachment id) or else the file's own time, the LMS's late mark
 (Canvas's LATE), where the file came from (the batch and the name in it), when it was collected,
-and whether it can be graded (preflight would not quarantine it). The same file arriving again
+whether it can be graded (preflight would not quarantine it) and what collect found in it (its
+codes: the workshop's copy, another release's notebook...). The same file arriving again
 (the same zip collected twice) changes nothing and adds no line: a file keeps the earliest time
 it was seen with, unless the instructor gives one (collect --submitted-at, or timestamp.txt
 edited in submitted/), which wins.
@@ -39,7 +40,7 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -55,6 +56,9 @@ INSTRUCTOR_TIMES = (GIVEN, IN_SUBMITTED)
 NO_TIME = "none"  # no source recorded when it was handed in
 ATTACHMENT = "attachment id"  # Canvas's order of uploads, the one order an LMS writes
 EMPTY = "empty"  # the code of a file with nothing in it (a failed download or upload)
+# The codes of a file not made from the release handed out, which counts and is graded as it is
+# (collect.not_the_release): the scores table and the feedback page name them too.
+WORKSHOP_COPY, NOT_THIS_RELEASE = "workshop_copy", "not_this_release"
 OTHER = "not a notebook"  # the index's kind of a file that is no notebook: recorded, not kept
 
 
@@ -87,6 +91,9 @@ class Kept:
     order_from: str = ""  # attachment id | zip entry | file; "" where there is none
     lms_late: bool | None = None  # the LMS's own late mark (Canvas's LATE); None: it says none
     wrong: str = ""  # the notebook it is, where it was handed in for another: it never counts
+    # What collect found in it (collect.py's codes: workshop_copy, not_ready...); a line of an
+    # index written before codes were recorded has none.
+    codes: list[str] = field(default_factory=list)
 
     def __post_init__(self):
         # Whole seconds: a time read back from index.jsonl is then exactly the time written.
@@ -216,6 +223,12 @@ class Store:
         good = [k for k in kept.values() if not k.broken]
         best = newest(good or list(kept.values()))
         return best, "the newest that can be graded" if good else "none can be graded: the newest"
+
+    def codes(self, student: str, assignment: str) -> list[str]:
+        """What collect found in the file that counts for the notebook (Kept.codes): the file
+        submitted/ holds, that autograde grades; none where no file may count."""
+        chosen = self.choice(student, assignment)
+        return chosen[0].codes if chosen else []
 
     def pairs(self) -> list[tuple[str, str]]:
         """(student, notebook) of every notebook with a file that may count."""

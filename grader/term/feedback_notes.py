@@ -11,6 +11,10 @@ A submission made from an earlier release (grader/engine/review.made_from, after
 its student's fault: its page says first which release it was made from and that the grader
 brought it up to date, and the repairs that release explains (a graded cell the errata added, one
 it removed) are told there, as the update they are, never as the student's doing.
+
+A file not made from the release handed out (the workshop's copy, another course's or term's
+notebook: collect's codes, recorded in collected/index.jsonl) counts and is graded as it is: its
+page says so in a box of its own, and what to hand in next time.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from transformer_lab.catalogue import of_cell
 from transformer_lab.hand_in import KINDS
 
 from ..engine.review import Release
+from .collected import NOT_THIS_RELEASE, WORKSHOP_COPY
 
 MARK = 'id="repairs"'
 BOX = """<div class="alert alert-info" {mark}><strong>Your file was repaired before it was
@@ -39,6 +44,19 @@ was made from the release of {date}; the grader brought it up to date.</strong> 
 changed after you downloaded your copy: your work was graded against the notebook as it is
 now.{items}
 </div>"""
+WRONG_FILE_MARK = 'id="wrong-file"'
+WRONG_FILE = """<div class="alert alert-warning" {mark} data-code="{code}"><strong>{what}</strong>
+It was graded as it is, against this release's checks and points. Next time, hand in the notebook
+made from the course's release: open it from the course page (its Colab link), do your work in
+it, and download that one (File → Download → .ipynb).
+</div>"""
+# collect's code of the file handed in -> what it was (_wrong_file_box)
+HANDED = {
+    WORKSHOP_COPY: "The file you handed in was the workshop's copy of this notebook, not the "
+    "notebook of the course's release.",
+    NOT_THIS_RELEASE: "The file you handed in was not made from this course's release of the "
+    "notebook: perhaps another course's, or an earlier term's.",
+}
 # The repairs an earlier release explains, as the update they are (_update).
 UPDATED = {
     "removed": "{title}'s {cell} (cell {n} from the top) is no longer graded in this notebook; "
@@ -162,17 +180,31 @@ def _release_box(made_from: Release, updated: list[str]) -> str:
     )
 
 
-def tell(page: Path, repairs: list[str], made_from: Release | None = None) -> None:
+def _wrong_file_box(codes: list[str], made_from: Release | None) -> list[str]:
+    """The box of a file not made from the release handed out, where collect's codes say so;
+    none for this course's copy from before an errata (`made_from`): its own box tells it."""
+    told = [c for c in codes if c in HANDED and not (made_from and c == NOT_THIS_RELEASE)]
+    return [
+        WRONG_FILE.format(mark=WRONG_FILE_MARK, code=c, what=html.escape(HANDED[c])) for c in told
+    ]
+
+
+def tell(
+    page: Path, repairs: list[str], made_from: Release | None = None, codes: list[str] | None = None
+) -> None:
     """Put the repairs, a sentence each, at the top of a feedback page (once: a page told
     already is left as it is; a page not written yet, as none). `made_from`: the earlier release
-    the submission was made from (review.made_from), said first with the repairs it explains."""
-    if not (repairs or made_from) or not page.is_file():
+    the submission was made from (review.made_from), said first with the repairs it explains;
+    `codes`: collect's codes of the file graded (collected.Store.codes), the workshop's copy or
+    another release's notebook said before all."""
+    wrong_file = _wrong_file_box(codes or [], made_from)
+    if not (repairs or made_from or wrong_file) or not page.is_file():
         return
     text = page.read_text(encoding="utf-8")
-    if MARK in text or RELEASE_MARK in text:
+    if any(mark in text for mark in (MARK, RELEASE_MARK, WRONG_FILE_MARK)):
         return
     own, updated = explained(repairs, made_from)
-    boxes = [_release_box(made_from, updated)] if made_from else []
+    boxes = wrong_file + ([_release_box(made_from, updated)] if made_from else [])
     items = "\n".join(f"<li>{html.escape(sentence(r))}</li>" for r in own)
     boxes += [BOX.format(mark=MARK, items=items)] if own else []
     box = "\n".join(boxes)

@@ -126,12 +126,14 @@ def scores_table(
     who=str,
     by_hand=None,
     wrong=(),
+    handed=None,
 ) -> str:
     """Students down (`who`: how to name them, names.namer), the assigned notebooks across
     (Term.counted): score / the release's points, or why there is none; the total out of
     the same maximum for everyone, as the grade sheet counts it; then the notes, grouped by
     kind. `by_hand`: notebook -> its answers graded by hand (_by_hand); `wrong`: the (student,
-    notebook) for which only another notebook was handed in (collected.Store.wrong)."""
+    notebook) for which only another notebook was handed in (collected.Store.wrong); `handed`:
+    (student, notebook) -> collect's codes of the file graded (collected.Store.codes)."""
     table = {(o.student, o.assignment): o for o in outcomes}
     out_of = sum(nb.out_of for nb in notebooks)
     lines = [
@@ -141,8 +143,7 @@ def scores_table(
     counted = {nb.name for nb in notebooks}
     for student in sorted({o.student for o in outcomes} | {s for s, a in wrong if a in counted}):
         mine = [table.get((student, nb.name)) for nb in notebooks]
-        flagged = [copies.review_cell(o.assignment, o.flags) for o in mine if o and o.flags]
-        review_cell = "⚑ " + " · ".join(flagged) if flagged else ""
+        review_cell = _review_cell([o for o in mine if o], handed or {})
         cells = [
             SheetStatus.WRONG
             if o is None and (student, nb.name) in wrong
@@ -157,6 +158,20 @@ def scores_table(
     if unassigned:
         lines += ["", f"Handed in, not assigned (course.toml): {', '.join(unassigned)}."]
     return "\n".join(lines) + "\n"
+
+
+def _review_cell(mine: list[Outcome], handed: dict) -> str:
+    """A row's review column: the copies and code flagged ("⚑ ..."), then each notebook graded
+    as it is though not made from the release handed out ("01_attention: the workshop's copy,
+    graded as it is [workshop_copy]"): the work to check is the student's own."""
+    flagged = [copies.review_cell(o.assignment, o.flags) for o in mine if o.flags]
+    said = ["⚑ " + " · ".join(flagged)] if flagged else []
+    for o in mine:
+        codes = handed.get((o.student, o.assignment), [])
+        said += [
+            f"{o.assignment}: {NOT_THE_RELEASE[c]} [{c}]" for c in codes if c in NOT_THE_RELEASE
+        ]
+    return " · ".join(said)
 
 
 def _heading(nb) -> str:
@@ -232,6 +247,12 @@ def _legend(notebooks: list) -> str:
     return said
 
 
+# collect's codes of a file that counts though not made from the release handed out, as a row
+# of the table names it (_review_cell).
+NOT_THE_RELEASE = {
+    collected.WORKSHOP_COPY: "the workshop's copy, graded as it is",
+    collected.NOT_THIS_RELEASE: "not made from this release, graded as it is",
+}
 NOTE_KINDS = {
     "late": "Late (course.toml's due dates and [late] policy)",
     "not graded": "Not graded: quarantined or failed (the grade sheet leaves them empty)",
@@ -287,9 +308,11 @@ def write_scores_table(
     table = course.layout.report("autograde.md")
     table.parent.mkdir(parents=True, exist_ok=True)
     notebooks = course.term.counted()
-    wrong = collected.Store(course).wrong()
+    store = collected.Store(course)
+    wrong = store.wrong()
+    handed = {pair: store.codes(*pair) for pair in store.pairs()}
     by_hand = _by_hand(course, notebooks)
-    text = scores_table(outcomes, isolated, options, notebooks, who, by_hand, wrong)
+    text = scores_table(outcomes, isolated, options, notebooks, who, by_hand, wrong, handed)
     table.write_text(text, encoding="utf-8")
     saved = {"sandbox": isolated, "options": options.record()}
     saved["outcomes"] = [asdict(o) for o in outcomes]
