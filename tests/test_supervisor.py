@@ -120,11 +120,12 @@ def test_a_stopped_run_kills_its_jobs_with_what_they_started_and_starts_no_more(
             child = int(pid_file.read_text())
             stop_jobs(run)
             outcome = future.result(timeout=10)
+            # A killed process is gone a moment later, not at once, on a loaded machine.
+            wait_for(lambda: not running(child), 5, "end of the job's child")
         finally:
             if child and running(child):
                 os.kill(child, signal.SIGKILL)
     assert outcome == STOPPED
-    assert not running(child)
     ran = tmp_path / "ran"
     late = python(f"open({str(ran)!r}, 'w')")
     assert run_job("", late, 60, env, run) == NOT_RUN
