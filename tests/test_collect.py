@@ -276,9 +276,7 @@ def test_a_pin_chooses_and_unpinning_returns_to_the_rule(course, tmp_path):
     first = collected.sha256(good(course, "first"))
     said = collected.pin_command(Course.open(course), "alice", NAME, first[:8], False)
     assert said.startswith(f"alice / {NAME}: {first[:12]} counts (pinned with collect-pin)")
-    assert (
-        collected.Store(Course.open(course)).choice("alice", NAME)[1] == "pinned with collect-pin"
-    )
+    assert collected.Store(Course.open(course)).choice("alice", NAME)[1] == collected.PINNED
     assert submitted(course) == (good(course, "first"), None)
     third = canvas(tmp_path / "c.zip", (ALICE3, good(course, "3")))
     (item,) = collect.collect(Course.open(course), third)

@@ -32,8 +32,6 @@ COLLECTED = datetime(2027, 1, 20, 9, 0, tzinfo=UTC)
 V1, V2, V3, V11 = (b'{"version": %d}' % n for n in (1, 2, 3, 11))
 CANVAS = "/downloads/canvas.zip"
 BROKEN = "not valid notebook JSON"
-# Store.choice's why, by the rule of collected.py (which names it nowhere: its words, once here).
-NEWEST = "the newest that can be graded"
 
 
 def arrival(raw: bytes, when: datetime, time_from: str = "zip entry", broken: str = "") -> Kept:
@@ -112,7 +110,7 @@ def test_the_newest_that_can_be_graded_counts_over_a_newer_broken_one(tmp_path):
         (V2, arrival(V2, MIDDLE)),
         (V3, arrival(V3, LATE, broken=BROKEN)),
     )
-    assert counts(store) == (collected.sha256(V2), NEWEST)
+    assert counts(store) == (collected.sha256(V2), collected.NEWEST)
 
 
 def test_where_none_can_be_graded_the_newest_counts(tmp_path):
@@ -121,7 +119,7 @@ def test_where_none_can_be_graded_the_newest_counts(tmp_path):
         (V1, arrival(V1, MIDDLE, broken=BROKEN)),
         (V2, arrival(V2, EARLY, broken=BROKEN)),
     )
-    assert counts(store) == (collected.sha256(V1), "none can be graded: the newest")
+    assert counts(store) == (collected.sha256(V1), collected.NONE_GRADABLE)
     assert store.choice("bob", NB) is None  # nothing of bob's: nothing counts
 
 
@@ -141,11 +139,11 @@ def test_a_pin_chooses_even_a_broken_file_until_unpinned(tmp_path):
         (V2, arrival(V2, LATE)),
     )
     store.pin("alice", NB, collected.sha256(V1))
-    assert counts(store) == (collected.sha256(V1), "pinned with collect-pin")
+    assert counts(store) == (collected.sha256(V1), collected.PINNED)
     store.pin("alice", NB, None)
-    assert counts(store) == (collected.sha256(V2), NEWEST)
+    assert counts(store) == (collected.sha256(V2), collected.NEWEST)
     store.pin("alice", NB, collected.sha256(V3))  # never kept (an index edited by hand)
-    assert counts(store) == (collected.sha256(V2), NEWEST)
+    assert counts(store) == (collected.sha256(V2), collected.NEWEST)
     pins = [(line["kind"], line["sha256"]) for line in index_lines(tmp_path)[2:]]
     assert pins == [("pin", collected.sha256(V1)), ("pin", None), ("pin", collected.sha256(V3))]
 
@@ -162,14 +160,14 @@ def test_the_index_read_again_is_the_store_as_written(tmp_path):
     again = Store(Course.open(tmp_path))
     assert again.files == store.files
     assert again.pins == store.pins
-    assert counts(again) == (collected.sha256(V2), "pinned with collect-pin")
+    assert counts(again) == (collected.sha256(V2), collected.PINNED)
     # Whole seconds: the time kept is the time read back.
     assert again.known("alice", NB, collected.sha256(V2)).submitted_at == MIDDLE.timestamp() + 1
     assert again.known("alice", NB, collected.sha256(V1)).time_from == GIVEN
     store.pin("alice", NB, None)
     assert counts(Store(Course.open(tmp_path))) == (
         collected.sha256(V1),
-        NEWEST,
+        collected.NEWEST,
     )
 
 
@@ -254,7 +252,7 @@ def test_canvas_s_order_of_uploads_decides_whatever_the_times(tmp_path):
     store = kept(
         Store(Course.open(tmp_path)), (V2, canvas_upload(V2, 9002)), (V1, canvas_upload(V1, 9001))
     )
-    assert counts(store) == (collected.sha256(V2), NEWEST)
+    assert counts(store) == (collected.sha256(V2), collected.NEWEST)
     # Canvas's own times (--times) for the earlier upload alone do not turn the order round.
     store.add(V1, replace(canvas_upload(V1, 9001), submitted_at=LATE.timestamp()))
     assert counts(store)[0] == collected.sha256(V2)
@@ -303,7 +301,7 @@ def test_another_notebook_handed_in_for_this_one_never_counts(tmp_path):
         collected.whose(store, "alice", NB)
     store.add(V2, canvas_upload(V2, 9001))  # an earlier upload, the right notebook
     store.pin("alice", NB, collected.sha256(V1))  # a pin cannot make it count either
-    assert counts(store) == (collected.sha256(V2), NEWEST)
+    assert counts(store) == (collected.sha256(V2), collected.NEWEST)
     assert store.wrong() == {} and store.pairs() == [("alice", NB)]
     assert "| no: it is X |  |\n" in collected.listing(store, "alice", NB)
     with pytest.raises(GradingError, match=f"{collected.sha256(V1)[:12]} is X, handed in for"):

@@ -651,7 +651,7 @@ def _verdict(item: Found, store: Store, before: dict, batch_files: dict) -> tupl
         was = previous[0]
         return status, f"replaces {was.short} (handed in {collected.handed_in(was, zone)})"
     stays = f"{chosen.short}, handed in {collected.handed_in(chosen, zone)}"
-    if why == "pinned with collect-pin":
+    if why == collected.PINNED:
         return FileStatus.REFUSED, f"refused: {chosen.short} is pinned with collect-pin"
     if kept.broken:
         why = f"it cannot be graded ({kept.broken})"

@@ -59,6 +59,9 @@ EMPTY = "empty"  # the code of a file with nothing in it (a failed download or u
 # The codes of a file not made from the release handed out, which counts and is graded as it is
 # (collect.not_the_release): the scores table and the feedback page name them too.
 WORKSHOP_COPY, NOT_THIS_RELEASE = "workshop_copy", "not_this_release"
+# Why the file that counts counts (Store.choice), in collect.md's words.
+PINNED, NEWEST = "pinned with collect-pin", "the newest that can be graded"
+NONE_GRADABLE = "none can be graded: the newest"
 OTHER = "not a notebook"  # the index's kind of a file that is no notebook: recorded, not kept
 
 
@@ -219,10 +222,10 @@ class Store:
             return None
         pinned = self.pins.get((student, assignment))
         if pinned in kept:
-            return kept[pinned], "pinned with collect-pin"
+            return kept[pinned], PINNED
         good = [k for k in kept.values() if not k.broken]
         best = newest(good or list(kept.values()))
-        return best, "the newest that can be graded" if good else "none can be graded: the newest"
+        return best, NEWEST if good else NONE_GRADABLE
 
     def codes(self, student: str, assignment: str) -> list[str]:
         """What collect found in the file that counts for the notebook (Kept.codes): the file
