@@ -24,7 +24,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from transformer_lab.catalogue import EXTRA_CREDIT
 
-from ..course import COURSE_FILE, GradingError, Layout
+from ..course import COURSE_FILE, MEMORY_GB, GradingError, Layout
+from ..engine.options import NOTEBOOK_TIMEOUT
 from .rules import Late, Term
 
 PENALTIES = ("none", "zero", "percent_per_day")
@@ -225,7 +226,7 @@ SETTINGS = (
     ),
     Setting(
         "autograde.notebook_timeout",
-        "the engine's",
+        f"the engine's, {NOTEBOOK_TIMEOUT}",
         "seconds one notebook's job may run in all, the backstop for a kernel that ignores "
         "interrupts (--notebook-timeout overrides it)",
         "a whole number of seconds, more than 0",
@@ -234,7 +235,7 @@ SETTINGS = (
     ),
     Setting(
         "autograde.memory_gb",
-        "the engine's",
+        f"the engine's, {MEMORY_GB:g}",
         "a grading job's address-space cap in GB, its kernel's included (--memory-gb overrides it)",
         "a number of GB, more than 0",
         "4",
