@@ -31,12 +31,15 @@ QUIET = logging.getLogger("grader.nbgrader")
 def autograde(
     course: Course, options: EngineOptions, students=None, notebooks=None, carried=None
 ) -> list[Outcome]:
-    """Grade as `options` say (`grade`), then flag copies and write the scores table over the
-    last one (`report`): a run limited to some students or notebooks keeps everyone else's rows.
-    The course is the one opened at the start, course.toml with it: a file edited meanwhile
-    applies from the next run."""
-    outcomes = grade(course, options, students, notebooks, carried)
-    report(course, outcomes, options, students, notebooks)
+    """Grade as `options` say, settle lateness, then flag copies and write the scores table over
+    the last one: a run limited to some students or notebooks keeps everyone else's rows. The
+    course is the one opened at the start, course.toml with it: a file edited meanwhile applies
+    from the next run."""
+    outcomes = _graded(course, options, students, notebooks, carried)
+    # Opened once the engine's jobs are saved: the term's one session of the run.
+    with gradebook(course) as gb:
+        settle(course, gb, outcomes)
+        _report(course, gb, outcomes, options, students, notebooks)
     entry = log_entry(outcomes, options)
     term_log.append(course, "autograde" + _scope(students, notebooks), entry)
     return outcomes
@@ -45,19 +48,9 @@ def autograde(
 def grade(
     course: Course, options: EngineOptions, students=None, notebooks=None, carried=None
 ) -> list[Outcome]:
-    """The engine's grading (`carried`: hand grades carried over an errata, autograde.grade),
-    then lateness settled on what it saved. On Ctrl-C, what was saved is settled and logged, and
-    autograde.Interrupted goes on up."""
-    engine.isolation(options.sandboxed)  # no sandbox to be had: stops here, before any work
-    try:
-        outcomes = engine.grade(course.layout, options, students, notebooks, carried)
-    except engine.Interrupted as stop:
-        with gradebook(course) as gb:
-            settle(course, gb, stop.outcomes)
-        log = f"{summary(stop.outcomes)}\n\n{stop}"
-        term_log.append(course, "autograde, interrupted", log)
-        raise
-    # Opened once the engine's jobs are saved: the term's one session of the run.
+    """autograde's first half, for an errata's staged release: the engine's grading, lateness
+    settled on what it saved; `report`, once the release is in place, is the second."""
+    outcomes = _graded(course, options, students, notebooks, carried)
     with gradebook(course) as gb:
         settle(course, gb, outcomes)
     return outcomes
@@ -66,13 +59,32 @@ def grade(
 def report(
     course: Course, outcomes: list[Outcome], options: EngineOptions, students=None, notebooks=None
 ) -> None:
+    """autograde's second half, for an errata's release once it is in place."""
+    with gradebook(course) as gb:
+        _report(course, gb, outcomes, options, students, notebooks)
+
+
+def _graded(course: Course, options: EngineOptions, students, notebooks, carried) -> list:
+    """The engine's grading (`carried`: hand grades carried over an errata, autograde.grade).
+    On Ctrl-C, what was saved is settled and logged, and autograde.Interrupted goes on up."""
+    engine.isolation(options.sandboxed)  # no sandbox to be had: stops here, before any work
+    try:
+        return engine.grade(course.layout, options, students, notebooks, carried)
+    except engine.Interrupted as stop:
+        with gradebook(course) as gb:
+            settle(course, gb, stop.outcomes)
+        log = f"{summary(stop.outcomes)}\n\n{stop}"
+        term_log.append(course, "autograde, interrupted", log)
+        raise
+
+
+def _report(course: Course, gb, outcomes, options: EngineOptions, students, notebooks) -> None:
     """Copies flagged across the class and the scores table written, this run's rows (graded
     for these students and notebooks) over the last report's."""
     isolated = engine.isolation(options.sandboxed)
-    with gradebook(course) as gb:
-        # Copies are the whole class's matter: flagged once every notebook is in, none scored.
-        everyone = copies.with_copies(course, merged(course, outcomes, students, notebooks))
-        write_scores_table(course, everyone, isolated, options, namer(course, gb))
+    # Copies are the whole class's matter: flagged once every notebook is in, none scored.
+    everyone = copies.with_copies(course, merged(course, outcomes, students, notebooks))
+    write_scores_table(course, everyone, isolated, options, namer(course, gb))
 
 
 def settle(course: Course, gb, outcomes: list[Outcome]) -> None:
