@@ -3,42 +3,18 @@ passing checkpoint of 01-03 records in the student's module when it kept the pie
 cell run (transformer_lab/student.py, `Kept`); a later edit that fails leaves that version kept,
 and the failing check says so under its message; 04 names the version it trains."""
 
-import math
 import sys
 from datetime import datetime
 from types import SimpleNamespace
 
 import pytest
-import torch
+from student_pieces import causal_mask, scaled_dot_product_attention, unscaled
 
 from checkpoints import _core, hints, yours
 from checkpoints import attention as attention_check
 from checkpoints._core import CheckFailed
 from transformer_lab import saving, student
 from transformer_lab.student import MODULE, Kept
-
-
-# The student's pieces, as a notebook cell would hold them (inspect.getsource reads them here).
-def scaled_dot_product_attention(Q, K, V, allowed=None):
-    """The version that passes, written with einsum."""
-    scores = torch.einsum("...qd,...kd->...qk", Q, K) / math.sqrt(Q.shape[-1])
-    if allowed is not None:
-        scores = scores.masked_fill(~allowed, float("-inf"))
-    A = torch.softmax(scores, dim=-1)
-    return torch.einsum("...qk,...kd->...qd", A, V), A
-
-
-def unscaled(Q, K, V, allowed=None):
-    """The student's later edit: no 1/sqrt(d_k)."""
-    scores = Q @ K.transpose(-2, -1)
-    if allowed is not None:
-        scores = scores.masked_fill(~allowed, float("-inf"))
-    A = torch.softmax(scores, dim=-1)
-    return A @ V, A
-
-
-def causal_mask(T):
-    return torch.ones(T, T, dtype=torch.bool).tril()
 
 
 @pytest.fixture

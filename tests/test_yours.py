@@ -13,6 +13,7 @@ from types import SimpleNamespace
 
 import pytest
 import torch
+from student_pieces import causal_mask, embed_with_positions, scaled_dot_product_attention, unscaled
 
 import transformer_lab as tl
 from checkpoints import _core, leak, yours
@@ -23,33 +24,6 @@ from transformer_lab import saving, student
 from transformer_lab.student import MODULE
 
 TINY = tl.GPTConfig(d_model=16, n_heads=2, n_layers=2, T_max=16)
-
-
-# The student's pieces, as a notebook cell would hold them (inspect.getsource reads them here).
-def scaled_dot_product_attention(Q, K, V, allowed=None):
-    """An einsum variant: the same equation, written otherwise."""
-    scores = torch.einsum("...qd,...kd->...qk", Q, K) / math.sqrt(Q.shape[-1])
-    if allowed is not None:
-        scores = scores.masked_fill(~allowed, float("-inf"))
-    A = torch.softmax(scores, dim=-1)
-    return torch.einsum("...qk,...kd->...qd", A, V), A
-
-
-def causal_mask(T):
-    return torch.ones(T, T, dtype=torch.bool).tril()
-
-
-def embed_with_positions(idx, tok_emb, pos_emb):
-    return tok_emb(idx) + pos_emb(torch.arange(idx.shape[1], device=idx.device))
-
-
-def unscaled(Q, K, V, allowed=None):
-    """Fails Exercise 1: no 1/sqrt(d_k)."""
-    scores = Q @ K.transpose(-2, -1)
-    if allowed is not None:
-        scores = scores.masked_fill(~allowed, float("-inf"))
-    A = torch.softmax(scores, dim=-1)
-    return A @ V, A
 
 
 def reads_ahead(Q, K, V, allowed=None):
