@@ -29,9 +29,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from .course import COURSE, COURSE_ENV, GradingError
+from .course import COURSE, COURSE_ENV, MEMORY_GB, GradingError
 from .engine import autograde as engine
-from .engine.options import EngineOptions
+from .engine.options import NOTEBOOK_TIMEOUT, EngineOptions
 from .term import canvas, errata, gradesheet, hand_grading, nbgrader_apps, overrides, scores
 from .term import collect as collecting
 from .term.bundles import bundle_feedback
@@ -53,8 +53,16 @@ def add_engine_options(command) -> None:
     command.add_argument(
         "--cell-timeout", type=int, help="seconds (default: course.toml, else nbgrader_config.py)"
     )
-    command.add_argument("--notebook-timeout", type=int, help="seconds (default: 600)")
-    command.add_argument("--memory-gb", type=float, help="a job's memory cap (default: 4)")
+    command.add_argument(
+        "--notebook-timeout",
+        type=int,
+        help=f"seconds (default: course.toml, else {NOTEBOOK_TIMEOUT})",
+    )
+    command.add_argument(
+        "--memory-gb",
+        type=float,
+        help=f"a job's memory cap (default: course.toml, else {MEMORY_GB:g})",
+    )
     command.add_argument(
         "--scheduler", help="run the jobs on a Dask cluster: its scheduler, tcp://HOST:PORT"
     )
